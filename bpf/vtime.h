@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Virtual-time arithmetic, with no BPF helpers so that the host can compile
+ * and unit-test exactly the code the BPF policy runs (tests/host/).
+ *
+ * Each CPU keeps its own virtual clock (like a CFS runqueue's min_vruntime):
+ * the largest vtime that has started running there. A task's vtime is only
+ * meaningful relative to the clock of the CPU whose queue it is on, so it is
+ * rebased when it moves to another CPU's queue.
+ */
+#ifndef __CHAMELEON_VTIME_H
+#define __CHAMELEON_VTIME_H
+
+/* Weight of a nice-0 task in sched_ext (p->scx.weight is 1..10000). */
+#define CHAMELEON_WEIGHT_DFL	100ULL
+#define CHAMELEON_WEIGHT_MIN	1ULL
+#define CHAMELEON_WEIGHT_MAX	10000ULL
+
+/*
+ * A single charge never exceeds this much run time. Keeps delta * 100 far from
+ * overflow even if a timestamp goes wrong, and bounds the damage of one bad
+ * sample to a few slices.
+ */
+#define CHAMELEON_MAX_CHARGE_NS	(1000ULL * 1000 * 1000)
+
+/* Wrap-safe "a is earlier than b" on virtual times. */
+static inline int chameleon_vtime_before(u64 a, u64 b)
+{
+	return (s64)(a - b) < 0;
+}
+
+/* Virtual time a task of @weight accrues for running @delta_ns. */
+static inline u64 chameleon_vtime_charge(u64 delta_ns, u64 weight)
+{
+	if (delta_ns > CHAMELEON_MAX_CHARGE_NS)
+		delta_ns = CHAMELEON_MAX_CHARGE_NS;
+	if (weight < CHAMELEON_WEIGHT_MIN)
+		weight = CHAMELEON_WEIGHT_MIN;
+	return delta_ns * CHAMELEON_WEIGHT_DFL / weight;
+}
+
+/*
+ * A task that slept keeps at most @credit of virtual time in hand: otherwise a
+ * long sleeper would wake far behind the clock and monopolise the CPU.
+ */
+static inline u64 chameleon_vtime_floor(u64 vtime, u64 clock, u64 credit)
+{
+	if (chameleon_vtime_before(vtime, clock - credit))
+		return clock - credit;
+	return vtime;
+}
+
+/* Move @vtime from the clock of one CPU to the clock of another. */
+static inline u64 chameleon_vtime_rebase(u64 vtime, u64 from_clock, u64 to_clock)
+{
+	return vtime - from_clock + to_clock;
+}
+
+/* Advance a CPU's clock to @vtime if that is later (the clock never goes back). */
+static inline u64 chameleon_vtime_advance(u64 clock, u64 vtime)
+{
+	return chameleon_vtime_before(clock, vtime) ? vtime : clock;
+}
+
+#endif /* __CHAMELEON_VTIME_H */

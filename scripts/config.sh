@@ -1,0 +1,26 @@
+# Shared settings for every script. Sourced, never executed.
+#
+# The kernel version is set here and only here: the toolchain root installs its
+# headers and image, the module builds against it and the VM boots it.
+KVER=7.3.4+deb13-cloud-amd64
+
+# Debian suite the toolchain root is made from; packages come from its backports.
+SUITE=trixie
+MIRROR=${SCX_CHAMELEON_MIRROR:-http://deb.debian.org/debian}
+
+# Everything apt installs into the root. Changing this list (or KVER) changes the
+# cache key, so a new root is made next time.
+ROOT_PACKAGES="clang-19 lld-19 llvm-19 libclang1-19 libbpf-dev bpftool gcc-14 make
+libelf-dev zlib1g-dev pkg-config linux-headers-$KVER linux-image-$KVER
+qemu-system-x86 busybox stress-ng cpio kmod ca-certificates libc6-dev"
+
+CACHE_DIR=${SCX_CHAMELEON_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/scx_chameleon}
+
+# Bump when setup.sh changes how the root is made.
+ROOT_RECIPE=1
+
+root_key() {
+	printf '%s\n' "$SUITE" "$KVER" "$ROOT_PACKAGES" "$ROOT_RECIPE" |
+		sha256sum | cut -c1-16
+}
+ROOT_DIR=$CACHE_DIR/root-$(root_key)

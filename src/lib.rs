@@ -1,0 +1,15 @@
+//! The scx_chameleon agent: loads the BPF policy, attaches it, and turns what
+//! it reports (ring-buffer events, per-CPU counters) into something people read.
+//! The binary in `scx_chameleon/` is a thin CLI over this library.
+
+pub mod bpf_intf;
+#[allow(clippy::all)]
+pub mod bpf_skel;
+pub mod event;
+pub mod scheduler;
+pub mod stats;
+
+#[cfg(test)]
+mod policy_tests;
+
+pub use scheduler::{Opts, Scheduler};

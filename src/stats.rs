@@ -1,0 +1,79 @@
+//! Per-CPU counters read from the policy's .bss, summed and differenced.
+
+// The skeleton's copy of `struct chameleon_cpu_stats` (the one in .bss).
+use crate::bpf_skel::types::chameleon_cpu_stats;
+use std::fmt;
+
+/// Sum of the per-CPU counters at one instant.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    pub enqueued: u64,
+    pub direct: u64,
+    pub dispatched: u64,
+    pub stolen: u64,
+    pub kicks: u64,
+    pub busy_ns: u64,
+}
+
+impl Totals {
+    pub fn sum(per_cpu: &[chameleon_cpu_stats]) -> Totals {
+        per_cpu.iter().fold(Totals::default(), |t, s| Totals {
+            enqueued: t.enqueued.wrapping_add(s.nr_enqueued),
+            direct: t.direct.wrapping_add(s.nr_direct),
+            dispatched: t.dispatched.wrapping_add(s.nr_dispatched),
+            stolen: t.stolen.wrapping_add(s.nr_stolen),
+            kicks: t.kicks.wrapping_add(s.nr_kicks),
+            busy_ns: t.busy_ns.wrapping_add(s.busy_ns),
+        })
+    }
+
+    /// Counts since `earlier`. The counters only grow, so wrapping subtraction
+    /// is right even across a u64 wrap.
+    pub fn since(&self, earlier: &Totals) -> Totals {
+        Totals {
+            enqueued: self.enqueued.wrapping_sub(earlier.enqueued),
+            direct: self.direct.wrapping_sub(earlier.direct),
+            dispatched: self.dispatched.wrapping_sub(earlier.dispatched),
+            stolen: self.stolen.wrapping_sub(earlier.stolen),
+            kicks: self.kicks.wrapping_sub(earlier.kicks),
+            busy_ns: self.busy_ns.wrapping_sub(earlier.busy_ns),
+        }
+    }
+}
+
+impl fmt::Display for Totals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "enq={} direct={} dispatch={} steal={} kick={} busy={}ms",
+            self.enqueued,
+            self.direct,
+            self.dispatched,
+            self.stolen,
+            self.kicks,
+            self.busy_ns / 1_000_000
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpu(enq: u64, busy: u64) -> chameleon_cpu_stats {
+        chameleon_cpu_stats { nr_enqueued: enq, busy_ns: busy, ..Default::default() }
+    }
+
+    #[test]
+    fn sums_cpus() {
+        let t = Totals::sum(&[cpu(1, 10), cpu(2, 20)]);
+        assert_eq!((t.enqueued, t.busy_ns), (3, 30));
+    }
+
+    #[test]
+    fn difference_survives_counter_wrap() {
+        let before = Totals::sum(&[cpu(u64::MAX - 1, 0)]);
+        let after = Totals::sum(&[cpu(3, 0)]);
+        assert_eq!(after.since(&before).enqueued, 5);
+    }
+}
