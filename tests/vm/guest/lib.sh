@@ -1,0 +1,66 @@
+# Helpers for guest test scripts (sourced). Busybox sh.
+# A test prints "ok: ..." for each check that held and ends with "PASS <name>";
+# the first check that fails prints "FAIL <name>: <why>" and exits 1.
+
+TEST=${TEST:-$(basename "$0" .sh)}
+STATE=/sys/kernel/sched_ext/state
+OPS=/sys/kernel/sched_ext/root/ops
+AGENT_LOG=/tmp/agent.log
+AGENT_PID=
+
+fail() {
+	echo "FAIL $TEST: $*"
+	if [ -f "$AGENT_LOG" ]; then
+		echo "--- agent log (last 20 lines) ---"
+		tail -n 20 "$AGENT_LOG"
+	fi
+	exit 1
+}
+ok() { echo "ok: $*"; }
+pass() { echo "PASS $TEST"; exit 0; }
+
+# Milliseconds since boot (/proc/uptime has 10 ms resolution: enough here).
+now_ms() {
+	awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime
+}
+
+state() { cat "$STATE"; }
+ops() { cat "$OPS" 2>/dev/null; }
+
+# scx_utils appends a version suffix to the ops name: match the prefix.
+ops_is_chameleon() {
+	case "$(ops)" in chameleon*) return 0 ;; *) return 1 ;; esac
+}
+
+# wait_state WANT TIMEOUT_MS: poll every 10 ms; prints the ms it took.
+wait_state() {
+	want=$1 limit=$2 t0=$(now_ms)
+	while :; do
+		[ "$(state)" = "$want" ] && { echo $(( $(now_ms) - t0 )); return 0; }
+		[ $(( $(now_ms) - t0 )) -ge "$limit" ] && return 1
+		usleep 10000
+	done
+}
+
+# start_agent [ARGS...]: run scx_chameleon in the background and wait until
+# the kernel reports our scheduler enabled.
+start_agent() {
+	[ "$(state)" = disabled ] || fail "sched_ext is '$(state)' before the agent starts"
+	scx_chameleon "$@" >"$AGENT_LOG" 2>&1 &
+	AGENT_PID=$!
+	wait_state enabled 30000 >/dev/null || fail "scheduler not enabled within 30 s"
+	ops_is_chameleon || fail "root/ops is '$(ops)', not chameleon"
+	ok "scx_chameleon attached (pid $AGENT_PID, ops $(ops))"
+}
+
+agent_alive() { kill -0 "$AGENT_PID" 2>/dev/null; }
+
+# stop_agent: SIGTERM, wait, and require exit status 0 and state disabled.
+stop_agent() {
+	kill -TERM "$AGENT_PID" || fail "agent already gone"
+	wait "$AGENT_PID"
+	rc=$?
+	[ "$rc" = 0 ] || fail "agent exited with status $rc after SIGTERM"
+	[ "$(state)" = disabled ] || fail "state is '$(state)' after the agent exited"
+	ok "SIGTERM: agent exited 0, sched_ext disabled"
+}

@@ -1,0 +1,17 @@
+#!/bin/sh
+# (d) kill -9 of the agent: the kernel disables the scheduler by itself (the
+# struct_ops link dies with the process) within 1 s and the load, moved back
+# to the fair class, still completes.
+. /opt/chameleon/guest/lib.sh
+
+start_agent
+stress-ng --cpu "$(nproc)" --timeout 10 >/tmp/stress.log 2>&1 &
+load=$!
+sleep 3
+kill -9 "$AGENT_PID"
+ms=$(wait_state disabled 1000) || fail "still '$(state)' 1 s after kill -9"
+ok "disabled ${ms} ms after kill -9 (limit 1000 ms)"
+wait "$load" || { cat /tmp/stress.log; fail "stress-ng failed after the scheduler died"; }
+grep -q "successful run completed" /tmp/stress.log || fail "load did not complete"
+ok "load completed on the fair class"
+pass
