@@ -23,25 +23,12 @@ if [ "${1:-}" = --print-paths ]; then
 fi
 
 "$here/setup.sh"
-cargo_home=${CARGO_HOME:-$HOME/.cargo}
-rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
-mkdir -p "$target" "$tools"
-
-# Registries are reached from the host (its CA bundle, its network setup); the
-# build inside the root is then offline.
+mkdir -p "$tools"
 log() { printf 'build: %s\n' "$*" >&2; }
-log "fetching crates"
-(cd "$repo" && cargo fetch --locked -q)
 
 t0=$(date +%s)
 log "agent + BPF policy (cargo, clang-19)"
-"$here/in-root" --bind "$repo" --bind "$target" --bind "$cargo_home" --bind "$rustup_home" \
-	--env CARGO_HOME="$cargo_home" --env RUSTUP_HOME="$rustup_home" \
-	--env PATH="$cargo_home/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-	--env CARGO_TARGET_DIR="$target" \
-	--env CC=gcc-14 --env CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER=gcc-14 \
-	--env BPF_CLANG=clang-19 --env LIBCLANG_PATH=/usr/lib/llvm-19/lib \
-	--cwd "$repo" -- cargo build --workspace --release --offline --locked ${CARGO_QUIET:+-q}
+"$here/cargo-in-root" build --workspace --release ${CARGO_QUIET:+-q}
 t1=$(date +%s)
 
 log "module (kbuild, gcc-14, $KVER)"

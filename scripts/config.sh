@@ -14,6 +14,9 @@ ROOT_PACKAGES="clang-19 lld-19 llvm-19 libclang1-19 libbpf-dev bpftool gcc-14 ma
 libelf-dev zlib1g-dev pkg-config linux-headers-$KVER linux-image-$KVER
 qemu-system-x86 busybox stress-ng cpio kmod ca-certificates libc6-dev"
 
+# rustup's cargo, even from a shell that has not sourced ~/.cargo/env.
+command -v cargo >/dev/null 2>&1 || PATH=${CARGO_HOME:-$HOME/.cargo}/bin:$PATH
+
 CACHE_DIR=${SCX_CHAMELEON_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/scx_chameleon}
 
 # Bump when setup.sh changes how the root is made.

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Execution-object decisions (Chameleon §3.3, §4.3.1, §4.3.2), with no BPF
+ * helpers so the host tests run exactly this code.
+ *
+ * An object is a list of CPUs: cpus[0] is the representative (where the task
+ * is queued and runs), the others are borrowed while it is fused. The agent
+ * orders them so that every power-of-two prefix is itself a valid object
+ * (an SMT pair, then the neighbouring pair, ...): a partial fuse is a prefix.
+ */
+#ifndef __CHAMELEON_EXEC_OBJECT_H
+#define __CHAMELEON_EXEC_OBJECT_H
+
+#include "vtime.h"
+
+#define CHAMELEON_OBJ_MAX_CPUS	8	/* level 3 */
+#define CHAMELEON_OBJ_MAX_LEVEL	3
+
+/*
+ * May the task's virtual thread on a CPU take that CPU now? Only if the CPU
+ * is online and either idle or running something whose vtime is later than
+ * the virtual thread's place in that CPU's queue.
+ */
+static inline int chameleon_may_borrow(int online, int idle, u64 vruntime,
+				       u64 curr_vtime)
+{
+	if (!online)
+		return 0;
+	return idle || chameleon_vtime_before(vruntime, curr_vtime);
+}
+
+/*
+ * Size of the object to fuse, given @ok (bit i set: cpus[i] may be borrowed;
+ * bit 0, the representative, is implied) for an object of @nr_cpus: the
+ * largest power-of-two prefix whose CPUs all qualify. 1 means run natively.
+ */
+static inline u32 chameleon_fuse_size(u32 nr_cpus, u32 ok)
+{
+	u32 size = CHAMELEON_OBJ_MAX_CPUS, i;
+
+	ok |= 1;
+	for (i = 0; i < 4; i++, size >>= 1) {
+		u32 need = (1U << size) - 1;
+
+		if (size > nr_cpus || size < 2)
+			continue;
+		if ((ok & need) == need)
+			return size;
+	}
+	return 1;
+}
+
+/*
+ * Must a fused object split because of a task waiting on one borrowed CPU
+ * (§4.3.2)? Yes once the object has run its minimum granularity and the
+ * waiter's vtime is earlier than the virtual thread's place on that CPU.
+ */
+static inline int chameleon_must_split(u64 fused_ns, u64 min_gran_ns,
+				       int has_waiter, u64 waiter_vtime,
+				       u64 vruntime)
+{
+	return fused_ns >= min_gran_ns && has_waiter &&
+	       chameleon_vtime_before(waiter_vtime, vruntime);
+}
+
+/*
+ * Where a virtual thread stands when its task becomes runnable: at the CPU's
+ * clock, or further on if it still owes tax from earlier fusing (a sleep does
+ * not wipe a debt).
+ */
+static inline u64 chameleon_vthread_place(u64 vruntime, u64 cpu_clock)
+{
+	return chameleon_vtime_advance(vruntime, cpu_clock);
+}
+
+#endif /* __CHAMELEON_EXEC_OBJECT_H */
