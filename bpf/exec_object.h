@@ -11,10 +11,8 @@
 #ifndef __CHAMELEON_EXEC_OBJECT_H
 #define __CHAMELEON_EXEC_OBJECT_H
 
+#include "intf.h"
 #include "vtime.h"
-
-#define CHAMELEON_OBJ_MAX_CPUS	8	/* level 3 */
-#define CHAMELEON_OBJ_MAX_LEVEL	3
 
 /*
  * May the task's virtual thread on a CPU take that CPU now? Only if the CPU

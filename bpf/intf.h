@@ -18,7 +18,44 @@ typedef long long s64;
 enum chameleon_consts {
 	CHAMELEON_MAX_CPUS	= 512,	/* size of per-CPU arrays in .bss */
 	CHAMELEON_COMM_LEN	= 16,
-	CHAMELEON_RINGBUF_SZ	= 256 * 1024,
+	CHAMELEON_RINGBUF_SZ	= 1024 * 1024,
+	CHAMELEON_OBJ_MAX_CPUS	= 8,	/* an object of level 3 */
+	CHAMELEON_OBJ_MAX_LEVEL	= 3,
+	CHAMELEON_MAX_TAGS	= 4096,
+	CHAMELEON_MAX_ASSIGNED	= 8192,	/* tasks holding an object at once */
+};
+
+/* Requested properties of a cgroup's tasks (Chameleon §4.3.4); map `tags`. */
+struct chameleon_tag {
+	u32	level;		/* 1..CHAMELEON_OBJ_MAX_LEVEL: object of 2^level CPUs */
+	u32	weight;		/* 1..10000: share of contended fast contexts */
+	u32	tax;		/* hundredths, 1..10000 (0.01 .. 100) */
+	u32	pad;
+};
+
+/*
+ * The object the agent assigned to one task (map `assignments`, keyed by
+ * pid). cpus[0] is the representative; every power-of-two prefix is itself
+ * a valid object, so a partial fuse takes a prefix. A hash-map update swaps
+ * the whole value, so BPF never sees a half-written object.
+ */
+struct chameleon_assignment {
+	u32	nr_cpus;	/* 2, 4 or 8 */
+	u32	generation;	/* changes whenever the CPUs change */
+	u32	tax;		/* hundredths */
+	u32	weight;
+	s32	cpus[CHAMELEON_OBJ_MAX_CPUS];
+};
+
+/* Why an object was split (Chameleon §4.3.2 and the cases around it). */
+enum chameleon_split_reason {
+	CHAMELEON_SPLIT_TICK		= 1,	/* a waiter on a borrowed CPU is due (tick) */
+	CHAMELEON_SPLIT_WAKE		= 2,	/* ... found when it became runnable */
+	CHAMELEON_SPLIT_SLEEP		= 3,	/* the fused task blocked */
+	CHAMELEON_SPLIT_PREEMPT		= 4,	/* another task took the representative */
+	CHAMELEON_SPLIT_EXIT		= 5,	/* the fused task left the scheduler */
+	CHAMELEON_SPLIT_OFFLINE		= 6,	/* a CPU of the object went offline */
+	CHAMELEON_SPLIT_RETAG		= 7,	/* its object was taken away or changed */
 };
 
 /* Kinds of event sent through the ring buffer to the agent. */
@@ -26,32 +63,71 @@ enum chameleon_event_kind {
 	CHAMELEON_EV_CPU_ONLINE		= 1,
 	CHAMELEON_EV_CPU_OFFLINE	= 2,
 	CHAMELEON_EV_TASK_ENABLE	= 3,	/* a task joined the scheduler */
-	CHAMELEON_EV_TASK_EXIT		= 4,	/* a task left it */
+	CHAMELEON_EV_TASK_EXIT		= 4,	/* a task left it (run_ns, fused_ns) */
+	CHAMELEON_EV_DEMAND		= 5,	/* a task wants an object (level; 0: no more) */
+	CHAMELEON_EV_FUSE		= 6,	/* whole object fused */
+	CHAMELEON_EV_PARTIAL_FUSE	= 7,	/* a smaller prefix of it fused */
+	CHAMELEON_EV_SPLIT		= 8,	/* borrowed CPUs given back (reason) */
+};
+
+enum chameleon_event_flags {
+	/*
+	 * The next fuse/split of the same object was decided before every CPU
+	 * of this one got there: latency_ns is only a lower bound (the time
+	 * until it was superseded).
+	 */
+	CHAMELEON_EVF_SUPERSEDED	= 1,
 };
 
 /* One ring-buffer record. Fixed size so the agent can parse it blindly. */
 struct chameleon_event {
 	u32	kind;		/* enum chameleon_event_kind */
-	s32	cpu;		/* CPU the event is about (or ran on) */
+	s32	cpu;		/* CPU the event is about: the representative for objects */
 	s32	pid;
-	u32	pad;
-	u64	ts_ns;		/* bpf_ktime_get_ns() at the event */
+	u32	reason;		/* SPLIT: enum chameleon_split_reason */
+	u64	ts_ns;		/* bpf_ktime_get_ns() at the decision */
 	u64	cgroup_id;	/* task's own (leaf) cgroup id, 0 if none */
-	u64	arg;		/* kind-specific */
+	/*
+	 * FUSE/PARTIAL_FUSE: decision -> every borrowed CPU idle; SPLIT:
+	 * decision -> every borrowed CPU back in its dispatch path. Measured in
+	 * BPF with bpf_ktime_get_ns().
+	 */
+	u64	latency_ns;
+	u64	cost_ns;	/* FUSE/SPLIT: time the deciding CPU spent deciding and kicking */
+	u64	run_ns;		/* TASK_EXIT: time run; FUSE/SPLIT: time fused before split */
+	u64	fused_ns;	/* TASK_EXIT: time run fused */
+	u32	level;		/* DEMAND: requested level; FUSE: requested CPUs */
+	u32	nr_cpus;	/* FUSE/SPLIT: CPUs in the (partial) object */
+	u32	flags;		/* CHAMELEON_EVF_* */
+	u32	pad2;
+	s32	cpus[CHAMELEON_OBJ_MAX_CPUS];
 	char	comm[CHAMELEON_COMM_LEN];
 };
 
 /*
  * Per-CPU counters, indexed by CPU in .bss and read by the agent through the
- * mmapped map without a syscall. Monotonic: the agent computes deltas.
+ * mmapped map without a syscall. Each is written only by the CPU it belongs
+ * to (the CPU doing the work). Monotonic: the agent computes deltas.
  */
 struct chameleon_cpu_stats {
-	u64	nr_enqueued;	/* tasks queued on this CPU's vtime queue */
+	u64	nr_enqueued;	/* tasks this CPU put on a vtime queue */
 	u64	nr_direct;	/* tasks sent straight to an idle CPU's local queue */
 	u64	nr_dispatched;	/* tasks taken from this CPU's own queue */
 	u64	nr_stolen;	/* tasks taken from another CPU's queue */
 	u64	nr_kicks;	/* idle CPUs woken for new work */
 	u64	busy_ns;	/* time tasks ran here under our policy */
+	u64	nr_fuse;	/* objects fused (whole) with this CPU as representative */
+	u64	nr_partial;	/* ... fused partially */
+	u64	nr_fuse_denied;	/* tries that found no CPU to borrow */
+	u64	nr_split;	/* splits decided on this CPU */
+	u64	nr_proxy_served; /* per-CPU kthreads run while this CPU was borrowed */
+};
+
+/* What a CPU is doing for execution objects, readable by the agent. */
+enum chameleon_cpu_role {
+	CHAMELEON_CPU_NATIVE	= 0,
+	CHAMELEON_CPU_REP	= 1,	/* representative of a fused object */
+	CHAMELEON_CPU_BORROWED	= 2,
 };
 
 #endif /* __CHAMELEON_INTF_H */

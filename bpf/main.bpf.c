@@ -25,6 +25,11 @@
  * - cpu_online/cpu_offline: report the event. Implementing them tells the
  *   kernel we handle hotplug, so it does not eject the scheduler.
  *
+ * Execution objects (fuse, split, tax) live in exec_object.bpf.h; the hooks
+ * here call into it only for tagged tasks and for CPUs lent to an object.
+ * SCX_OPS_ENQ_LAST is set so that a task preempted on a borrowed CPU comes
+ * back through enqueue() instead of silently continuing to run there.
+ *
  * Userspace (the agent) reads per-CPU counters from .bss and events from a
  * ring buffer; nothing on the scheduling path waits for it. If the agent dies,
  * the struct_ops link closes and the kernel moves every task back to the fair
@@ -33,6 +38,8 @@
 #include <scx/common.bpf.h>
 #include "intf.h"
 #include "vtime.h"
+#include "tax.h"
+#include "exec_object.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -42,14 +49,34 @@ const volatile u32 nr_cpus = 1;	/* possible CPUs, <= CHAMELEON_MAX_CPUS */
 
 UEI_DEFINE(uei);
 
+/* What runs on a CPU, for the fuse decisions of other CPUs. */
+struct cpu_ctx {
+	u64	vclock;		/* largest vtime started here (the CPU's clock) */
+	u64	curr_vtime;	/* vtime of the running task when it started */
+	u64	curr_started;
+	u32	curr_weight;
+	u8	running;	/* an scx task runs here */
+	u8	online;
+	u8	pad[2];
+};
+
 /* Per-CPU state, indexed by CPU id. In .bss so the agent reads it mmapped. */
-u64 vclock[CHAMELEON_MAX_CPUS];
+struct cpu_ctx cpu_ctxs[CHAMELEON_MAX_CPUS];
 struct chameleon_cpu_stats cpu_stats[CHAMELEON_MAX_CPUS];
 u64 nr_cpu_online_events, nr_cpu_offline_events, nr_events_dropped;
 
 struct task_ctx {
 	u64	started_at;	/* when it last started running */
 	s32	vcpu;		/* CPU whose clock p->scx.dsq_vtime refers to */
+	u8	tagged;		/* its cgroup has a tag: it may get an object */
+	u8	woke;		/* became runnable since it last ran */
+	u8	pad[2];
+	u32	assign_gen;	/* generation of the object vruntimes[] refer to */
+	u32	tax;		/* hundredths, from the assignment */
+	u64	run_ns;
+	u64	fused_ns;
+	/* Virtual threads: its place in the queue of each CPU of its object. */
+	u64	vruntimes[CHAMELEON_OBJ_MAX_CPUS];
 };
 
 struct {
@@ -63,6 +90,23 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, CHAMELEON_RINGBUF_SZ);
 } events SEC(".maps");
+
+/*
+ * Index of a per-CPU array. Callers have checked cpu_valid(); the mask makes
+ * the bound obvious to the verifier whatever the compiler did to the check.
+ */
+#define CPU_IDX(cpu)	cpu_idx(cpu)
+_Static_assert((CHAMELEON_MAX_CPUS & (CHAMELEON_MAX_CPUS - 1)) == 0,
+	       "CPU_IDX() needs a power-of-two CHAMELEON_MAX_CPUS");
+
+static __always_inline u32 cpu_idx(s32 cpu)
+{
+	u32 idx = cpu;
+
+	/* Keep clang from dropping the mask as redundant with cpu_valid(). */
+	barrier_var(idx);
+	return idx & (CHAMELEON_MAX_CPUS - 1);
+}
 
 /* The verifier needs the bound check; CPU ids beyond the arrays are refused. */
 static __always_inline bool cpu_valid(s32 cpu)
@@ -78,7 +122,7 @@ static struct chameleon_cpu_stats *stats_here(void)
 {
 	u32 cpu = bpf_get_smp_processor_id();
 
-	return cpu < CHAMELEON_MAX_CPUS ? &cpu_stats[cpu] : NULL;
+	return cpu < CHAMELEON_MAX_CPUS ? &cpu_stats[CPU_IDX(cpu)] : NULL;
 }
 
 static struct task_ctx *task_ctx(struct task_struct *p)
@@ -92,29 +136,69 @@ static u64 task_cgroup_id(struct task_struct *p)
 	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
 }
 
-static void emit(u32 kind, s32 cpu, struct task_struct *p, u64 arg)
+static struct chameleon_event *event_reserve(u32 kind, s32 cpu)
 {
 	struct chameleon_event *ev;
 
 	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (!ev) {
 		__sync_fetch_and_add(&nr_events_dropped, 1);
-		return;
+		return NULL;
 	}
+	__builtin_memset(ev, 0, sizeof(*ev));
 	ev->kind = kind;
 	ev->cpu = cpu;
-	ev->pad = 0;
 	ev->ts_ns = bpf_ktime_get_ns();
-	ev->arg = arg;
-	if (p) {
-		ev->pid = p->pid;
-		ev->cgroup_id = task_cgroup_id(p);
-		__builtin_memcpy(ev->comm, p->comm, sizeof(ev->comm));
-	} else {
-		ev->pid = 0;
-		ev->cgroup_id = 0;
-		__builtin_memset(ev->comm, 0, sizeof(ev->comm));
-	}
+	return ev;
+}
+
+static void event_set_task(struct chameleon_event *ev, struct task_struct *p)
+{
+	ev->pid = p->pid;
+	ev->cgroup_id = task_cgroup_id(p);
+	__builtin_memcpy(ev->comm, p->comm, sizeof(ev->comm));
+}
+
+/* A task or CPU event. */
+static void emit(u32 kind, s32 cpu, struct task_struct *p)
+{
+	struct chameleon_event *ev = event_reserve(kind, cpu);
+
+	if (!ev)
+		return;
+	if (p)
+		event_set_task(ev, p);
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/*
+ * A task wants an object of @level (0: no longer wants one). @cgid is given
+ * because during a cgroup move the task still points at its old cgroup.
+ */
+static void emit_demand(struct task_struct *p, s32 cpu, u64 cgid, u32 level)
+{
+	struct chameleon_event *ev = event_reserve(CHAMELEON_EV_DEMAND, cpu);
+
+	if (!ev)
+		return;
+	event_set_task(ev, p);
+	ev->cgroup_id = cgid;
+	ev->level = level;
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/* A task leaves; tagged ones report how long they ran and ran fused. */
+static void emit_exit(struct task_struct *p, s32 cpu, u64 run_ns, u64 fused_ns,
+		      bool tagged)
+{
+	struct chameleon_event *ev = event_reserve(CHAMELEON_EV_TASK_EXIT, cpu);
+
+	if (!ev)
+		return;
+	event_set_task(ev, p);
+	ev->run_ns = run_ns;
+	ev->fused_ns = fused_ns;
+	ev->level = tagged;
 	bpf_ringbuf_submit(ev, 0);
 }
 
@@ -130,20 +214,37 @@ static void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 		return;
 	if (cpu_valid(from))
 		p->scx.dsq_vtime = chameleon_vtime_rebase(p->scx.dsq_vtime,
-							  vclock[from], vclock[cpu]);
+							  cpu_ctxs[CPU_IDX(from)].vclock,
+							  cpu_ctxs[CPU_IDX(cpu)].vclock);
 	else
-		p->scx.dsq_vtime = vclock[cpu];
+		p->scx.dsq_vtime = cpu_ctxs[CPU_IDX(cpu)].vclock;
 	tctx->vcpu = cpu;
 }
+
+#include "exec_object.bpf.h"
 
 s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
+	struct task_ctx *tctx = task_ctx(p);
+	struct chameleon_assignment *a;
 	bool is_idle = false;
 	s32 cpu;
 
+	/* A task with an object belongs on its representative. */
+	if (tctx && (a = task_assignment(p, tctx)) && cpu_valid(a->cpus[0]) &&
+	    bpf_cpumask_test_cpu(a->cpus[0], p->cpus_ptr)) {
+		cpu = a->cpus[0];
+		if (!cpu_borrowed(cpu) && scx_bpf_test_and_clear_cpu_idle(cpu)) {
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+			tctx->woke = 1;
+		}
+		return cpu;
+	}
+
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
-	if (is_idle) {
+	/* A borrowed CPU looks idle but is lent: queue instead (enqueue decides). */
+	if (is_idle && !cpu_borrowed(cpu)) {
 		struct chameleon_cpu_stats *st = stats_here();
 
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
@@ -158,6 +259,8 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu = scx_bpf_task_cpu(p), idle;
 	struct task_ctx *tctx = task_ctx(p);
 	struct chameleon_cpu_stats *st = stats_here();
+	struct chameleon_assignment *a;
+	bool here = true;
 
 	if (!tctx || !cpu_valid(cpu)) {
 		/* Not ours to order (should not happen): keep it runnable. */
@@ -165,16 +268,48 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
+	a = task_assignment(p, tctx);
+	if (a) {
+		s32 rep = a->cpus[0];
+
+		if (cpu_valid(rep) && bpf_cpumask_test_cpu(rep, p->cpus_ptr)) {
+			if (tctx->woke || tctx->assign_gen != a->generation)
+				place_vthreads(tctx, a);
+			here = cpu == rep;
+			cpu = rep;
+		}
+	}
+	tctx->woke = 0;
+
+	/*
+	 * SCX_ENQ_LAST: the task's slice ended and nothing else is queued here.
+	 * Keep it running, unless this CPU is lent to an object or the task
+	 * belongs on its representative.
+	 */
+	if ((enq_flags & SCX_ENQ_LAST) && here && !cpu_borrowed(cpu)) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+		return;
+	}
+
 	rebase_to(p, tctx, cpu);
-	p->scx.dsq_vtime = chameleon_vtime_floor(p->scx.dsq_vtime, vclock[cpu],
-						 slice_ns);
+	p->scx.dsq_vtime = chameleon_vtime_floor(p->scx.dsq_vtime,
+						 cpu_ctxs[CPU_IDX(cpu)].vclock, slice_ns);
 	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, p->scx.dsq_vtime, enq_flags);
 	if (st)
 		st->nr_enqueued++;
 
+	if (cpu_borrowed(cpu)) {
+		check_waiter_on_borrowed(cpu, p);
+		/* Its queue is not served while lent: let an idle CPU steal it. */
+	} else if (a) {
+		/* Wake the representative if it idles; stealing would defeat fusing. */
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
+
 	/* An idle CPU the task may use steals it in its dispatch. */
 	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-	if (idle >= 0) {
+	if (idle >= 0 && !cpu_borrowed(idle)) {
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 		if (st)
 			st->nr_kicks++;
@@ -187,8 +322,15 @@ void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
 
 	if (!cpu_valid(cpu))
 		return;
+	/* This CPU is now idle (if lent) or back in service (if given back). */
+	if (pending_for[CPU_IDX(cpu)])
+		pending_done(cpu);
+	if (cpu_borrowed(cpu)) {
+		dispatch_borrowed(cpu);
+		return;
+	}
 	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
-		cpu_stats[cpu].nr_dispatched++;
+		cpu_stats[CPU_IDX(cpu)].nr_dispatched++;
 		return;
 	}
 	/* Steal, nearest CPU id first: neighbours usually share a cache. */
@@ -198,7 +340,7 @@ void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
 		if (!scx_bpf_dsq_nr_queued(victim))
 			continue;
 		if (scx_bpf_dsq_move_to_local(victim, 0)) {
-			cpu_stats[cpu].nr_stolen++;
+			cpu_stats[CPU_IDX(cpu)].nr_stolen++;
 			return;
 		}
 	}
@@ -211,24 +353,74 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 
 	if (!tctx || !cpu_valid(cpu))
 		return;
+	struct cpu_ctx *cc = &cpu_ctxs[CPU_IDX(cpu)];
+	struct chameleon_assignment *a;
+	struct rep_ctx *rc = &reps[CPU_IDX(cpu)];
+	u64 now = bpf_ktime_get_ns();
+
 	/* A stolen task arrives with the victim CPU's clock. */
 	rebase_to(p, tctx, cpu);
-	vclock[cpu] = chameleon_vtime_advance(vclock[cpu], p->scx.dsq_vtime);
-	tctx->started_at = bpf_ktime_get_ns();
+	cc->vclock = chameleon_vtime_advance(cc->vclock, p->scx.dsq_vtime);
+	cc->curr_vtime = p->scx.dsq_vtime;
+	cc->curr_weight = p->scx.weight;
+	cc->curr_started = now;
+	cc->running = 1;
+	tctx->started_at = now;
+
+	if (rc->state == REP_FUSED && rc->owner != p->pid)
+		split(cpu, CHAMELEON_SPLIT_PREEMPT);
+	a = task_assignment(p, tctx);
+	if (a && a->cpus[0] == cpu && a->nr_cpus >= 2) {
+		if (tctx->assign_gen != a->generation)
+			place_vthreads(tctx, a);
+		try_fuse(p, tctx, a, cpu);
+	}
+}
+
+void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct task_ctx *tctx;
+	struct rep_ctx *rc;
+	u64 now;
+
+	if (!cpu_valid(cpu) || reps[CPU_IDX(cpu)].owner != p->pid)
+		return;
+	rc = &reps[CPU_IDX(cpu)];
+	tctx = task_ctx(p);
+	if (!tctx)
+		return;
+	now = bpf_ktime_get_ns();
+	charge_tax(p, tctx, rc, now);
+	if (rc->state == REP_FUSED && waiter_due(rc, tctx, now))
+		split(cpu, CHAMELEON_SPLIT_TICK);
 }
 
 void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct task_ctx *tctx = task_ctx(p);
-	u64 delta;
+	struct rep_ctx *rc;
+	u64 delta, now;
 
 	if (!tctx || !tctx->started_at || !cpu_valid(cpu))
 		return;
-	delta = bpf_ktime_get_ns() - tctx->started_at;
+	now = bpf_ktime_get_ns();
+	delta = now - tctx->started_at;
 	tctx->started_at = 0;
+	tctx->run_ns += delta;
 	p->scx.dsq_vtime += chameleon_vtime_charge(delta, p->scx.weight);
-	cpu_stats[cpu].busy_ns += delta;
+	cpu_stats[CPU_IDX(cpu)].busy_ns += delta;
+	cpu_ctxs[CPU_IDX(cpu)].running = 0;
+
+	rc = &reps[CPU_IDX(cpu)];
+	if (rc->owner == p->pid) {
+		if (!runnable)
+			split(cpu, CHAMELEON_SPLIT_SLEEP);
+		charge_tax(p, tctx, rc, now);
+	}
+	if (!runnable)
+		tctx->woke = 1;
 }
 
 void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
@@ -242,31 +434,94 @@ void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 		scx_bpf_error("no task context for pid %d", p->pid);
 		return;
 	}
+	u64 cgid = task_cgroup_id(p);
+	struct chameleon_tag *tag;
+
+	__builtin_memset(tctx, 0, sizeof(*tctx));
 	tctx->vcpu = cpu_valid(cpu) ? cpu : -1;
-	tctx->started_at = 0;
-	p->scx.dsq_vtime = cpu_valid(cpu) ? vclock[cpu] : 0;
-	emit(CHAMELEON_EV_TASK_ENABLE, cpu, p, 0);
+	p->scx.dsq_vtime = cpu_valid(cpu) ? cpu_ctxs[CPU_IDX(cpu)].vclock : 0;
+	emit(CHAMELEON_EV_TASK_ENABLE, cpu, p);
+
+	tag = bpf_map_lookup_elem(&tags, &cgid);
+	if (tag && tag->level >= 1) {
+		tctx->tagged = 1;
+		tctx->woke = 1;
+		emit_demand(p, cpu, cgid, tag->level);
+	}
 }
 
 void BPF_STRUCT_OPS(chameleon_disable, struct task_struct *p)
 {
-	emit(CHAMELEON_EV_TASK_EXIT, scx_bpf_task_cpu(p), p, 0);
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct task_ctx *tctx = task_ctx(p);
+	u64 run = 0, fused = 0;
+
+	if (cpu_valid(cpu) && reps[CPU_IDX(cpu)].owner == p->pid) {
+		split(cpu, CHAMELEON_SPLIT_EXIT);
+		if (tctx)
+			charge_tax(p, tctx, &reps[CPU_IDX(cpu)], bpf_ktime_get_ns());
+		reps[CPU_IDX(cpu)].owner = 0;
+	}
+	if (tctx) {
+		run = tctx->run_ns;
+		fused = tctx->fused_ns;
+	}
+	emit_exit(p, cpu, run, fused, tctx && tctx->tagged);
+}
+
+/*
+ * A task moved to another cgroup: its tag may have changed. Tell the agent
+ * (DEMAND with the new level, 0 = no longer wants an object); a fused object
+ * it no longer may hold is split now, the agent withdraws it shortly.
+ */
+void BPF_STRUCT_OPS(chameleon_cgroup_move, struct task_struct *p,
+		    struct cgroup *from, struct cgroup *to)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	struct chameleon_tag *tag;
+	u64 cgid = to->kn->id;
+	s32 cpu = scx_bpf_task_cpu(p);
+	u32 level;
+
+	if (!tctx)
+		return;
+	tag = bpf_map_lookup_elem(&tags, &cgid);
+	level = tag ? tag->level : 0;
+	if (!level && !tctx->tagged)
+		return;
+	if (!level && cpu_valid(cpu) && reps[CPU_IDX(cpu)].owner == p->pid)
+		split(cpu, CHAMELEON_SPLIT_RETAG);
+	tctx->tagged = level > 0;
+	tctx->woke = 1;
+	emit_demand(p, cpu, cgid, level);
 }
 
 void BPF_STRUCT_OPS(chameleon_cpu_online, s32 cpu)
 {
+	if (cpu_valid(cpu))
+		cpu_ctxs[CPU_IDX(cpu)].online = 1;
 	__sync_fetch_and_add(&nr_cpu_online_events, 1);
-	emit(CHAMELEON_EV_CPU_ONLINE, cpu, NULL, 0);
+	emit(CHAMELEON_EV_CPU_ONLINE, cpu, NULL);
 }
 
 void BPF_STRUCT_OPS(chameleon_cpu_offline, s32 cpu)
 {
+	if (cpu_valid(cpu)) {
+		cpu_ctxs[CPU_IDX(cpu)].online = 0;
+		cpu_ctxs[CPU_IDX(cpu)].running = 0;
+		/* A lent CPU leaving splits its object, and so does its representative. */
+		if (borrowed_by[CPU_IDX(cpu)])
+			split(borrowed_by[CPU_IDX(cpu)] - 1, CHAMELEON_SPLIT_OFFLINE);
+		split(cpu, CHAMELEON_SPLIT_OFFLINE);
+		pending_for[CPU_IDX(cpu)] = 0;
+	}
 	__sync_fetch_and_add(&nr_cpu_offline_events, 1);
-	emit(CHAMELEON_EV_CPU_OFFLINE, cpu, NULL, 0);
+	emit(CHAMELEON_EV_CPU_OFFLINE, cpu, NULL);
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(chameleon_init)
 {
+	const struct cpumask *online;
 	u32 cpu;
 	s32 ret;
 
@@ -275,6 +530,13 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(chameleon_init)
 			      CHAMELEON_MAX_CPUS);
 		return -E2BIG;
 	}
+	online = scx_bpf_get_online_cpumask();
+	bpf_for(cpu, 0, nr_cpus) {
+		if (cpu < CHAMELEON_MAX_CPUS)
+			cpu_ctxs[CPU_IDX(cpu)].online = bpf_cpumask_test_cpu(cpu, online);
+	}
+	scx_bpf_put_cpumask(online);
+
 	bpf_for(cpu, 0, nr_cpus) {
 		ret = scx_bpf_create_dsq(cpu, -1);
 		if (ret) {
@@ -296,10 +558,13 @@ SCX_OPS_DEFINE(chameleon_ops,
 	       .dispatch	= (void *)chameleon_dispatch,
 	       .running		= (void *)chameleon_running,
 	       .stopping	= (void *)chameleon_stopping,
+	       .tick		= (void *)chameleon_tick,
 	       .enable		= (void *)chameleon_enable,
 	       .disable		= (void *)chameleon_disable,
+	       .cgroup_move	= (void *)chameleon_cgroup_move,
 	       .cpu_online	= (void *)chameleon_cpu_online,
 	       .cpu_offline	= (void *)chameleon_cpu_offline,
 	       .init		= (void *)chameleon_init,
 	       .exit		= (void *)chameleon_exit,
+	       .flags		= SCX_OPS_ENQ_LAST,
 	       .name		= "chameleon");

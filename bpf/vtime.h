@@ -11,6 +11,8 @@
 #ifndef __CHAMELEON_VTIME_H
 #define __CHAMELEON_VTIME_H
 
+#include "intf.h"
+
 /* Weight of a nice-0 task in sched_ext (p->scx.weight is 1..10000). */
 #define CHAMELEON_WEIGHT_DFL	100ULL
 #define CHAMELEON_WEIGHT_MIN	1ULL

@@ -10,6 +10,10 @@ pub enum Kind {
     CpuOffline,
     TaskEnable,
     TaskExit,
+    Demand,
+    Fuse,
+    PartialFuse,
+    Split,
     Unknown(u32),
 }
 
@@ -20,6 +24,10 @@ impl Kind {
             bpf_intf::chameleon_event_kind_CHAMELEON_EV_CPU_OFFLINE => Kind::CpuOffline,
             bpf_intf::chameleon_event_kind_CHAMELEON_EV_TASK_ENABLE => Kind::TaskEnable,
             bpf_intf::chameleon_event_kind_CHAMELEON_EV_TASK_EXIT => Kind::TaskExit,
+            bpf_intf::chameleon_event_kind_CHAMELEON_EV_DEMAND => Kind::Demand,
+            bpf_intf::chameleon_event_kind_CHAMELEON_EV_FUSE => Kind::Fuse,
+            bpf_intf::chameleon_event_kind_CHAMELEON_EV_PARTIAL_FUSE => Kind::PartialFuse,
+            bpf_intf::chameleon_event_kind_CHAMELEON_EV_SPLIT => Kind::Split,
             other => Kind::Unknown(other),
         }
     }
@@ -30,8 +38,26 @@ impl Kind {
             Kind::CpuOffline => "cpu_offline",
             Kind::TaskEnable => "task_enable",
             Kind::TaskExit => "task_exit",
+            Kind::Demand => "demand",
+            Kind::Fuse => "fuse",
+            Kind::PartialFuse => "partial_fuse",
+            Kind::Split => "split",
             Kind::Unknown(_) => "unknown",
         }
+    }
+}
+
+/// Why an object split, from `enum chameleon_split_reason`.
+pub fn split_reason(raw: u32) -> &'static str {
+    match raw {
+        bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_TICK => "tick",
+        bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_WAKE => "wake",
+        bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_SLEEP => "sleep",
+        bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_PREEMPT => "preempt",
+        bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_EXIT => "exit",
+        bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_OFFLINE => "offline",
+        bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_RETAG => "retag",
+        _ => "unknown",
     }
 }
 
@@ -41,9 +67,17 @@ pub struct Event {
     pub kind: Kind,
     pub cpu: i32,
     pub pid: i32,
+    pub reason: u32,
     pub ts_ns: u64,
     pub cgroup_id: u64,
-    pub arg: u64,
+    pub latency_ns: u64,
+    pub cost_ns: u64,
+    pub run_ns: u64,
+    pub fused_ns: u64,
+    pub level: u32,
+    pub cpus: Vec<i32>,
+    /// The latency is a lower bound: the next decision came first.
+    pub superseded: bool,
     pub comm: String,
 }
 
@@ -63,25 +97,61 @@ impl Event {
             .map(|&c| c as u8)
             .take_while(|&c| c != 0)
             .collect();
+        let nr = (raw.nr_cpus as usize).min(raw.cpus.len());
         Some(Event {
             kind: Kind::from_raw(raw.kind),
             cpu: raw.cpu,
             pid: raw.pid,
+            reason: raw.reason,
             ts_ns: raw.ts_ns,
             cgroup_id: raw.cgroup_id,
-            arg: raw.arg,
+            latency_ns: raw.latency_ns,
+            cost_ns: raw.cost_ns,
+            run_ns: raw.run_ns,
+            fused_ns: raw.fused_ns,
+            level: raw.level,
+            cpus: raw.cpus[..nr].to_vec(),
+            superseded: raw.flags & bpf_intf::chameleon_event_flags_CHAMELEON_EVF_SUPERSEDED != 0,
             comm: String::from_utf8_lossy(&comm_bytes).into_owned(),
         })
     }
 }
 
+fn cpu_list(cpus: &[i32]) -> String {
+    cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+}
+
+/// One line per event, key=value, stable for scripts (tests and bench parse it).
 impl fmt::Display for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:>12} cpu={}", self.kind.name(), self.cpu)?;
-        if self.pid != 0 {
-            write!(f, " pid={} comm={} cgroup={}", self.pid, self.comm, self.cgroup_id)?;
+        match self.kind {
+            Kind::Fuse | Kind::PartialFuse | Kind::Split => {
+                write!(f, " pid={} cgroup={} cpus={}", self.pid, self.cgroup_id, cpu_list(&self.cpus))?;
+                if self.kind == Kind::PartialFuse {
+                    write!(f, " of={}", self.level)?;
+                }
+                if self.kind == Kind::Split {
+                    write!(f, " reason={} fused_ns={}", split_reason(self.reason), self.run_ns)?;
+                }
+                write!(f, " latency_ns={} cost_ns={}", self.latency_ns, self.cost_ns)?;
+                if self.superseded {
+                    write!(f, " superseded")?;
+                }
+                Ok(())
+            }
+            Kind::CpuOnline | Kind::CpuOffline => Ok(()),
+            _ => {
+                write!(f, " pid={} comm={} cgroup={}", self.pid, self.comm, self.cgroup_id)?;
+                match self.kind {
+                    Kind::Demand => write!(f, " level={}", self.level),
+                    Kind::TaskExit if self.level != 0 => {
+                        write!(f, " tagged run_ns={} fused_ns={}", self.run_ns, self.fused_ns)
+                    }
+                    _ => Ok(()),
+                }
+            }
         }
-        Ok(())
     }
 }
 
@@ -115,6 +185,28 @@ mod tests {
     fn refuses_a_short_record() {
         let data = raw(1, b"x");
         assert!(Event::parse(&data[..data.len() - 1]).is_none());
+    }
+
+    #[test]
+    fn split_line_names_reason_and_cpus() {
+        let mut data = raw(bpf_intf::chameleon_event_kind_CHAMELEON_EV_SPLIT, b"");
+        let ev: &mut bpf_intf::chameleon_event = unsafe { &mut *(data.as_mut_ptr() as *mut _) };
+        ev.reason = bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_TICK;
+        ev.nr_cpus = 2;
+        ev.cpus[0] = 0;
+        ev.cpus[1] = 1;
+        ev.latency_ns = 1500;
+        let line = Event::parse(&data).unwrap().to_string();
+        assert!(line.contains("split cpu=3 pid=42 cgroup=7 cpus=0,1 reason=tick"), "{line}");
+        assert!(line.contains("latency_ns=1500"), "{line}");
+    }
+
+    #[test]
+    fn nr_cpus_beyond_the_array_is_clamped() {
+        let mut data = raw(bpf_intf::chameleon_event_kind_CHAMELEON_EV_FUSE, b"");
+        let ev: &mut bpf_intf::chameleon_event = unsafe { &mut *(data.as_mut_ptr() as *mut _) };
+        ev.nr_cpus = 1000;
+        assert_eq!(Event::parse(&data).unwrap().cpus.len(), 8);
     }
 
     #[test]

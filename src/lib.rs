@@ -2,12 +2,15 @@
 //! it reports (ring-buffer events, per-CPU counters) into something people read.
 //! The binary in `scx_chameleon/` is a thin CLI over this library.
 
+pub mod assign;
 pub mod bpf_intf;
 #[allow(clippy::all)]
 pub mod bpf_skel;
 pub mod event;
+pub mod exec_object;
 pub mod scheduler;
 pub mod stats;
+pub mod tag;
 
 #[cfg(test)]
 mod policy_tests;

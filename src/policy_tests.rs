@@ -63,10 +63,108 @@ fn rebase_keeps_distance_to_clock() {
 }
 
 #[test]
+fn counters_wrap_safely() {
+    unsafe {
+        // A clock that wraps keeps ordering and charging consistent.
+        let clock = u64::MAX - MS;
+        let later = clock.wrapping_add(host_vtime_charge(5 * MS, 100));
+        assert_eq!(host_vtime_before(clock, later), 1);
+        assert_eq!(host_vtime_advance(clock, later), later);
+    }
+}
+
+#[test]
 fn clock_never_goes_back() {
     unsafe {
         assert_eq!(host_vtime_advance(10, 20), 20);
         assert_eq!(host_vtime_advance(20, 10), 20);
         assert_eq!(host_vtime_advance(u64::MAX, 2), 2, "advances across the wrap");
+    }
+}
+
+extern "C" {
+    fn host_tax_charge(delta: u64, weight: u64, tax: u64) -> u64;
+    fn host_may_borrow(online: i32, idle: i32, vr: u64, curr: u64) -> i32;
+    fn host_fuse_size(nr: u32, ok: u32) -> u32;
+    fn host_must_split(fused: u64, gran: u64, has: i32, waiter: u64, vr: u64) -> i32;
+    fn host_vthread_place(vr: u64, clock: u64) -> u64;
+}
+
+#[test]
+fn tax_at_the_range_ends() {
+    unsafe {
+        // tax 1.00 charges the borrowed CPUs like the representative.
+        assert_eq!(host_tax_charge(10 * MS, 100, 100), 10 * MS);
+        // 0.01 and 100 are the ends; beyond them the tax is clamped.
+        assert_eq!(host_tax_charge(10 * MS, 100, 1), 100_000);
+        assert_eq!(host_tax_charge(10 * MS, 100, 10_000), 1000 * MS);
+        assert_eq!(host_tax_charge(10 * MS, 100, 0), 100_000);
+        assert_eq!(host_tax_charge(10 * MS, 100, 1_000_000), 1000 * MS);
+        // Heavier tasks pay less per ns, as with vtime.
+        assert_eq!(host_tax_charge(10 * MS, 200, 100), 5 * MS);
+    }
+}
+
+#[test]
+fn tax_never_overflows() {
+    unsafe {
+        // Worst case: a bogus huge delta, the lowest weight, the highest tax.
+        let worst = host_tax_charge(u64::MAX, 1, 10_000);
+        assert_eq!(worst, 1000 * MS * 100 * 100);
+        assert!(worst < u64::MAX / 1000, "room for a thousand worst charges");
+    }
+}
+
+#[test]
+fn fuse_when_idle_or_ahead_of_what_runs() {
+    unsafe {
+        // Idle online CPU: borrow, whatever the vtimes.
+        assert_eq!(host_may_borrow(1, 1, 500, 100), 1);
+        // Busy CPU: only if the virtual thread is earlier than what runs.
+        assert_eq!(host_may_borrow(1, 0, 99, 100), 1);
+        assert_eq!(host_may_borrow(1, 0, 100, 100), 0);
+        assert_eq!(host_may_borrow(1, 0, 101, 100), 0);
+        // Offline: never.
+        assert_eq!(host_may_borrow(0, 1, 0, 100), 0);
+        // Across the wrap.
+        assert_eq!(host_may_borrow(1, 0, u64::MAX - 10, 5), 1);
+    }
+}
+
+#[test]
+fn partial_fuse_takes_the_largest_qualifying_prefix() {
+    unsafe {
+        // Level 1 object {rep, sibling}.
+        assert_eq!(host_fuse_size(2, 0b10), 2, "sibling free: fuse");
+        assert_eq!(host_fuse_size(2, 0b00), 1, "sibling busy: native");
+        // Level 2 object {0,1,2,3}.
+        assert_eq!(host_fuse_size(4, 0b1110), 4, "all free: whole object");
+        assert_eq!(host_fuse_size(4, 0b1010), 2, "cpu 2 busy: fall back to the pair");
+        assert_eq!(host_fuse_size(4, 0b1100), 1, "sibling busy: nothing smaller qualifies");
+        // Level 3.
+        assert_eq!(host_fuse_size(8, 0b1111_1110), 8);
+        assert_eq!(host_fuse_size(8, 0b0111_1110), 4);
+        // Bits beyond the object are ignored.
+        assert_eq!(host_fuse_size(2, 0b1111_0000), 1);
+    }
+}
+
+#[test]
+fn split_needs_granularity_and_an_earlier_waiter() {
+    unsafe {
+        let gran = MS;
+        assert_eq!(host_must_split(2 * MS, gran, 1, 10, 20), 1, "waiter earlier, gran done");
+        assert_eq!(host_must_split(MS / 2, gran, 1, 10, 20), 0, "too soon");
+        assert_eq!(host_must_split(2 * MS, gran, 0, 10, 20), 0, "nobody waits");
+        assert_eq!(host_must_split(2 * MS, gran, 1, 20, 20), 0, "waiter not earlier");
+        assert_eq!(host_must_split(2 * MS, gran, 1, u64::MAX - 1, 3), 1, "across the wrap");
+    }
+}
+
+#[test]
+fn virtual_threads_keep_their_debt() {
+    unsafe {
+        assert_eq!(host_vthread_place(50, 100), 100, "placed at the CPU's clock");
+        assert_eq!(host_vthread_place(500, 100), 500, "tax still owed stays owed");
     }
 }

@@ -5,11 +5,18 @@
 //! the kernel ejects the policy, and returns the exit info so that the caller
 //! can restart when the kernel asks for it (`should_restart()`).
 
+use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
+use crate::assign::Assigner;
 use crate::event::Event;
+use crate::exec_object::{FirstFit, Shapes};
 use crate::stats::Totals;
+use crate::tag::{self, Tag};
 use anyhow::{bail, Context, Result};
-use libbpf_rs::{Link, OpenObject, RingBufferBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBufferBuilder};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,11 +35,15 @@ pub struct Opts {
     pub print_events: bool,
     /// Print counter totals this often (None: only at exit).
     pub stats_interval: Option<Duration>,
+    /// A fused object runs at least this long before a waiter may split it.
+    pub min_gran_us: u64,
+    /// Cgroups whose tasks want execution objects.
+    pub tags: Vec<Tag>,
 }
 
 impl Default for Opts {
     fn default() -> Self {
-        Opts { slice_us: 5000, print_events: false, stats_interval: None }
+        Opts { slice_us: 5000, print_events: false, stats_interval: None, min_gran_us: 1000, tags: Vec::new() }
     }
 }
 
@@ -41,6 +52,9 @@ impl Opts {
     pub fn validate(&self) -> Result<()> {
         if !(100..=1_000_000).contains(&self.slice_us) {
             bail!("--slice-us must be between 100 and 1000000 (got {})", self.slice_us);
+        }
+        if !(10..=1_000_000).contains(&self.min_gran_us) {
+            bail!("--min-granularity-us must be between 10 and 1000000 (got {})", self.min_gran_us);
         }
         Ok(())
     }
@@ -51,6 +65,45 @@ pub struct Scheduler<'a> {
     struct_ops: Option<Link>,
     opts: Opts,
     nr_cpus: usize,
+    assign: Assigner,
+}
+
+/// The bytes of a plain-old-data value shared with BPF.
+pub(crate) fn as_bytes<T: Copy>(v: &T) -> &[u8] {
+    // SAFETY: T is a bindgen struct of integers, read only as bytes.
+    unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }
+}
+
+fn totals(skel: &BpfSkel, nr_cpus: usize) -> Totals {
+    let bss = skel.maps.bss_data.as_ref().expect(".bss is mapped");
+    Totals::sum(&bss.cpu_stats[..nr_cpus])
+}
+
+/// SMT sibling pairs from the topology (lower id first).
+fn smt_pairs() -> Result<Vec<(usize, usize)>> {
+    let topo = scx_utils::Topology::new().context("reading the CPU topology")?;
+    let mut pairs: Vec<(usize, usize)> = topo
+        .all_cores
+        .values()
+        .filter_map(|core| {
+            let ids: Vec<usize> = core.cpus.keys().copied().collect();
+            (ids.len() == 2).then(|| (ids[0], ids[1]))
+        })
+        .collect();
+    pairs.sort();
+    Ok(pairs)
+}
+
+fn online_cpus(nr_cpus: usize) -> Result<Vec<bool>> {
+    let list = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .context("reading /sys/devices/system/cpu/online")?;
+    let mut online = vec![false; nr_cpus];
+    for c in scx_utils::read_cpulist(list.trim())? {
+        if c < nr_cpus {
+            online[c] = true;
+        }
+    }
+    Ok(online)
 }
 
 impl<'a> Scheduler<'a> {
@@ -66,35 +119,85 @@ impl<'a> Scheduler<'a> {
         let rodata = skel.maps.rodata_data.as_mut().context("no .rodata in BPF object")?;
         rodata.slice_ns = opts.slice_us * 1000;
         rodata.nr_cpus = nr_cpus as u32;
+        rodata.min_gran_ns = opts.min_gran_us * 1000;
+
+        // Resolve tags before loading: a bad cgroup path fails here, cleanly.
+        let mut tag_entries = Vec::new();
+        for t in &opts.tags {
+            let id = tag::cgroup_id(&t.path)?;
+            let value = bpf_intf::chameleon_tag {
+                level: t.props.level,
+                weight: t.props.weight,
+                tax: t.props.tax,
+                pad: 0,
+            };
+            tag_entries.push((id, value, t));
+        }
+        let objects = FirstFit::new(Shapes::new(nr_cpus, smt_pairs()?), online_cpus(nr_cpus)?);
+        let tag_ids: HashMap<u64, tag::Props> = tag_entries.iter().map(|(id, _, t)| (*id, t.props)).collect();
 
         let mut skel = scx_ops_load!(skel, chameleon_ops, uei)?;
+        for (id, value, t) in &tag_entries {
+            skel.maps
+                .tags
+                .update(&id.to_ne_bytes(), as_bytes(value), MapFlags::ANY)
+                .with_context(|| format!("tagging cgroup {}", t.path.display()))?;
+            info!(
+                "tag {} (cgroup {}): level {} weight {} tax {}.{:02}",
+                t.path.display(),
+                id,
+                value.level,
+                value.weight,
+                value.tax / 100,
+                value.tax % 100
+            );
+        }
         let struct_ops = Some(scx_ops_attach!(skel, chameleon_ops)?);
-        info!("scx_chameleon attached: {} CPUs, slice {} us", nr_cpus, opts.slice_us);
-        Ok(Scheduler { skel, struct_ops, opts: opts.clone(), nr_cpus })
+        info!(
+            "scx_chameleon attached: {} CPUs, slice {} us, min granularity {} us",
+            nr_cpus, opts.slice_us, opts.min_gran_us
+        );
+        Ok(Scheduler {
+            skel,
+            struct_ops,
+            opts: opts.clone(),
+            nr_cpus,
+            assign: Assigner::new(objects, tag_ids),
+        })
     }
 
-    fn totals(&self) -> Totals {
-        let bss = self.skel.maps.bss_data.as_ref().expect(".bss is mapped");
-        Totals::sum(&bss.cpu_stats[..self.nr_cpus])
-    }
 
     /// Serve until `shutdown` is set or the policy exits; returns how it exited.
     pub fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
         let print_events = self.opts.print_events;
-        let mut rb = RingBufferBuilder::new();
+        let stats_interval = self.opts.stats_interval;
         let mut nr_events = 0u64;
-        let counter = std::rc::Rc::new(std::cell::Cell::new(0u64));
-        let seen = counter.clone();
-        rb.add(&self.skel.maps.events, move |data: &[u8]| {
-            seen.set(seen.get() + 1);
-            match Event::parse(data) {
-                Some(ev) if print_events => println!("event {ev}"),
-                Some(_) => {}
-                None => warn!("short event record ({} bytes): agent and policy disagree", data.len()),
+        // The callback only queues; handling needs &mut self, after the poll.
+        let queue: Rc<RefCell<Vec<Event>>> = Rc::default();
+        let rb = {
+            let queue = queue.clone();
+            let mut rb = RingBufferBuilder::new();
+            rb.add(&self.skel.maps.events, move |data: &[u8]| {
+                match Event::parse(data) {
+                    Some(ev) => queue.borrow_mut().push(ev),
+                    None => warn!("short event record ({} bytes): agent and policy disagree", data.len()),
+                }
+                0
+            })?;
+            rb.build()?
+        };
+        let assignments = &self.skel.maps.assignments;
+        let assign = &mut self.assign;
+        let mut drain = |nr_events: &mut u64| {
+            let evs: Vec<Event> = std::mem::take(&mut *queue.borrow_mut());
+            for ev in &evs {
+                *nr_events += 1;
+                if print_events {
+                    println!("event {ev}");
+                }
+                assign.handle(ev, assignments);
             }
-            0
-        })?;
-        let rb = rb.build()?;
+        };
 
         let start = Totals::default();
         let mut last = start;
@@ -106,9 +209,10 @@ impl<'a> Scheduler<'a> {
                     return Err(e).context("polling the event ring buffer");
                 }
             }
-            if let Some(every) = self.opts.stats_interval {
+            drain(&mut nr_events);
+            if let Some(every) = stats_interval {
                 if last_print.elapsed() >= every {
-                    let now = self.totals();
+                    let now = totals(&self.skel, self.nr_cpus);
                     println!("stats {}", now.since(&last));
                     last = now;
                     last_print = Instant::now();
@@ -116,7 +220,7 @@ impl<'a> Scheduler<'a> {
             }
         }
         let _ = rb.consume();
-        nr_events += counter.get();
+        drain(&mut nr_events);
         let bss = self.skel.maps.bss_data.as_ref().expect(".bss is mapped");
         println!(
             "summary events={} dropped={} cpu_online={} cpu_offline={} {}",
@@ -124,7 +228,7 @@ impl<'a> Scheduler<'a> {
             bss.nr_events_dropped,
             bss.nr_cpu_online_events,
             bss.nr_cpu_offline_events,
-            self.totals().since(&start)
+            totals(&self.skel, self.nr_cpus).since(&start)
         );
 
         // Detach before reading the exit info so that a SIGTERM exit reads as

@@ -13,6 +13,11 @@ pub struct Totals {
     pub stolen: u64,
     pub kicks: u64,
     pub busy_ns: u64,
+    pub fuse: u64,
+    pub partial: u64,
+    pub fuse_denied: u64,
+    pub split: u64,
+    pub proxy_served: u64,
 }
 
 impl Totals {
@@ -24,6 +29,11 @@ impl Totals {
             stolen: t.stolen.wrapping_add(s.nr_stolen),
             kicks: t.kicks.wrapping_add(s.nr_kicks),
             busy_ns: t.busy_ns.wrapping_add(s.busy_ns),
+            fuse: t.fuse.wrapping_add(s.nr_fuse),
+            partial: t.partial.wrapping_add(s.nr_partial),
+            fuse_denied: t.fuse_denied.wrapping_add(s.nr_fuse_denied),
+            split: t.split.wrapping_add(s.nr_split),
+            proxy_served: t.proxy_served.wrapping_add(s.nr_proxy_served),
         })
     }
 
@@ -37,6 +47,11 @@ impl Totals {
             stolen: self.stolen.wrapping_sub(earlier.stolen),
             kicks: self.kicks.wrapping_sub(earlier.kicks),
             busy_ns: self.busy_ns.wrapping_sub(earlier.busy_ns),
+            fuse: self.fuse.wrapping_sub(earlier.fuse),
+            partial: self.partial.wrapping_sub(earlier.partial),
+            fuse_denied: self.fuse_denied.wrapping_sub(earlier.fuse_denied),
+            split: self.split.wrapping_sub(earlier.split),
+            proxy_served: self.proxy_served.wrapping_sub(earlier.proxy_served),
         }
     }
 }
@@ -45,13 +60,18 @@ impl fmt::Display for Totals {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "enq={} direct={} dispatch={} steal={} kick={} busy={}ms",
+            "enq={} direct={} dispatch={} steal={} kick={} busy={}ms fuse={} partial={} denied={} split={} proxy={}",
             self.enqueued,
             self.direct,
             self.dispatched,
             self.stolen,
             self.kicks,
-            self.busy_ns / 1_000_000
+            self.busy_ns / 1_000_000,
+            self.fuse,
+            self.partial,
+            self.fuse_denied,
+            self.split,
+            self.proxy_served
         )
     }
 }

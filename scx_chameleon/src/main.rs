@@ -26,9 +26,24 @@ struct Cli {
     #[arg(long, default_value_t = 0.0)]
     stats: f64,
 
+    /// A fused object runs at least this long before a task waiting on one of
+    /// its borrowed CPUs may split it (Chameleon §4.3.2).
+    #[arg(long, default_value_t = 1000)]
+    min_granularity_us: u64,
+
+    /// Tag a cgroup: its tasks want an execution object. CGROUP is a path under
+    /// /sys/fs/cgroup; level 1..3 (2^level CPUs), weight 1..10000, tax 0.01..100.
+    /// Repeatable.
+    #[arg(long = "tag", value_name = "CGROUP=level:L,weight:W,tax:T", value_parser = parse_tag)]
+    tags: Vec<chameleon::tag::Tag>,
+
     /// Log level (error, warn, info, debug, trace).
     #[arg(long, default_value = "info")]
     log_level: String,
+}
+
+fn parse_tag(s: &str) -> Result<chameleon::tag::Tag, String> {
+    chameleon::tag::parse_tag(s).map_err(|e| format!("{e:#}"))
 }
 
 fn main() -> Result<()> {
@@ -50,6 +65,8 @@ fn main() -> Result<()> {
         slice_us: cli.slice_us,
         print_events: cli.events,
         stats_interval: (cli.stats > 0.0).then(|| Duration::from_secs_f64(cli.stats)),
+        min_gran_us: cli.min_granularity_us,
+        tags: cli.tags,
     };
     opts.validate()?;
 

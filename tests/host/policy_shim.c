@@ -4,17 +4,19 @@
  * helper is wrapped in an exported function that src/policy_tests.rs calls, so
  * the host tests exercise the very code the BPF program compiles.
  */
-#include <stdint.h>
-
-typedef uint64_t u64;
-typedef int64_t s64;
-typedef uint32_t u32;
-typedef int32_t s32;
-
+#include "intf.h"
 #include "vtime.h"
+#include "tax.h"
+#include "exec_object.h"
 
 int host_vtime_before(u64 a, u64 b) { return chameleon_vtime_before(a, b); }
 u64 host_vtime_charge(u64 delta, u64 weight) { return chameleon_vtime_charge(delta, weight); }
 u64 host_vtime_floor(u64 v, u64 clock, u64 credit) { return chameleon_vtime_floor(v, clock, credit); }
 u64 host_vtime_rebase(u64 v, u64 from, u64 to) { return chameleon_vtime_rebase(v, from, to); }
 u64 host_vtime_advance(u64 clock, u64 v) { return chameleon_vtime_advance(clock, v); }
+
+u64 host_tax_charge(u64 delta, u64 weight, u64 tax) { return chameleon_tax_charge(delta, weight, tax); }
+int host_may_borrow(int online, int idle, u64 vr, u64 curr) { return chameleon_may_borrow(online, idle, vr, curr); }
+u32 host_fuse_size(u32 nr, u32 ok) { return chameleon_fuse_size(nr, ok); }
+int host_must_split(u64 fused, u64 gran, int has, u64 wv, u64 vr) { return chameleon_must_split(fused, gran, has, wv, vr); }
+u64 host_vthread_place(u64 vr, u64 clock) { return chameleon_vthread_place(vr, clock); }

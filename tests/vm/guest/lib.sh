@@ -64,3 +64,22 @@ stop_agent() {
 	[ "$(state)" = disabled ] || fail "state is '$(state)' after the agent exited"
 	ok "SIGTERM: agent exited 0, sched_ext disabled"
 }
+
+# Cgroup for tagged tasks; printed path is under /sys/fs/cgroup.
+make_cgroup() {
+	mkdir -p "/sys/fs/cgroup/$1" || fail "cannot create cgroup $1"
+}
+
+# run_ns and fused_ns of a tagged task, from its task_exit event: "RUN FUSED".
+task_times() {
+	sed -n "s/.*task_exit .* pid=$1 .*tagged run_ns=\([0-9]*\) fused_ns=\([0-9]*\).*/\1 \2/p" "$AGENT_LOG" | tail -n 1
+}
+
+# Fused share of a tagged task's run time, in percent (integer).
+fused_pct() {
+	set -- $(task_times "$1")
+	[ -n "${1:-}" ] || { echo -1; return; }
+	echo $(( $2 * 100 / $1 ))
+}
+
+count_events() { grep -c "^event  *$1 " "$AGENT_LOG"; }

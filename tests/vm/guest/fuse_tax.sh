@@ -1,0 +1,31 @@
+#!/bin/sh
+# Cluster scheduling (2), Chameleon Figure 3: task A (level 1, object {0,1})
+# and task B pinned to CPU 1, both CPU-bound for 20 s. The fused share of A
+# follows the tax: <= 5% at 100, 30..70% at 1, >= 80% at 0.01; B makes
+# progress every time and the scheduler is never ejected.
+. /opt/chameleon/guest/lib.sh
+
+make_cgroup seq
+# Reference: B's work in 2 s alone on CPU 1, to express B's progress.
+solo=$(spin -c 1 2 | sed -n 's/.*loops=//p')
+for case in "100 0 5" "1 30 70" "0.01 80 100"; do
+	set -- $case
+	tax=$1 lo=$2 hi=$3
+	start_agent --events --tag seq=level:1,tax:$tax
+	spin -c 1 21 >/tmp/b.out &
+	b=$!
+	sleep 0.5
+	spin -g /sys/fs/cgroup/seq 20 >/tmp/a.out &
+	a=$!
+	wait $a || fail "A failed (tax $tax)"
+	wait $b || fail "B failed (tax $tax)"
+	[ "$(state)" = enabled ] || fail "scheduler ejected during tax $tax"
+	agent_alive || fail "agent died during tax $tax"
+	stop_agent
+	pct=$(fused_pct $a)
+	bl=$(sed -n 's/.*loops=//p' /tmp/b.out)
+	ok "tax $tax: A fused $pct% of 20 s ($(count_events fuse) fuses, $(count_events split) splits); B did $bl loops in 21 s ($solo in 2 s alone)"
+	[ "$pct" -ge "$lo" ] && [ "$pct" -le "$hi" ] || fail "tax $tax: A fused $pct%, expected $lo..$hi%"
+	[ "${bl:-0}" -gt 0 ] || fail "tax $tax: B made no progress"
+done
+pass
