@@ -169,11 +169,28 @@ static void supersede(s32 rep, struct rep_ctx *rc, u64 now)
 			    CHAMELEON_EVF_SUPERSEDED);
 }
 
-/* Current vtime of what runs on @cpu (charged up to now), for may_borrow(). */
-static u64 cpu_curr_vtime(struct cpu_ctx *cc, u64 now)
+/*
+ * What a virtual thread competes with on @c: the running task's vtime charged
+ * up to now; if nothing runs, the first waiter's (it is about to run, e.g. a
+ * CPU just given back and not yet through dispatch). Returns false if the CPU
+ * is truly idle: nothing runs and nothing waits.
+ */
+static bool cpu_competitor_vtime(s32 c, struct cpu_ctx *cc, u64 now, u64 *vtime)
 {
-	return cc->curr_vtime + chameleon_vtime_charge(now - cc->curr_started,
-						       cc->curr_weight);
+	struct task_struct *w;
+
+	if (cc->running) {
+		*vtime = cc->curr_vtime +
+			 chameleon_vtime_charge(now - cc->curr_started, cc->curr_weight);
+		return true;
+	}
+	if (!scx_bpf_dsq_nr_queued(c))
+		return false;
+	w = __COMPAT_scx_bpf_dsq_peek(c);
+	if (!w)
+		return false;
+	*vtime = w->scx.dsq_vtime;
+	return true;
 }
 
 /*
@@ -280,6 +297,8 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 
 	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS) {
 		struct cpu_ctx *cc;
+		u64 other = 0;
+		bool busy;
 		s32 c;
 
 		if (i >= nr)
@@ -288,8 +307,8 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 		if (!cpu_valid(c) || borrowed_by[CPU_IDX(c)])
 			continue;
 		cc = &cpu_ctxs[CPU_IDX(c)];
-		if (chameleon_may_borrow(cc->online, !cc->running,
-					 tctx->vruntimes[i], cpu_curr_vtime(cc, t0)))
+		busy = cpu_competitor_vtime(c, cc, t0, &other);
+		if (chameleon_may_borrow(cc->online, !busy, tctx->vruntimes[i], other))
 			ok |= 1U << i;
 	}
 	size = chameleon_fuse_size(nr, ok);
