@@ -445,7 +445,7 @@ static void dispatch_borrowed(s32 cpu)
 	struct task_struct *p;
 
 	bpf_for_each(scx_dsq, p, cpu, 0) {
-		if (!(p->flags & PF_KTHREAD) || p->nr_cpus_allowed != 1)
+		if (!is_pcpu_kthread(p))
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0) && st)
 			st->nr_proxy_served++;

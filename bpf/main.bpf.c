@@ -130,6 +130,12 @@ static struct task_ctx *task_ctx(struct task_struct *p)
 	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
 }
 
+/* Kernel work that can run nowhere else: a lent CPU still runs it. */
+static bool is_pcpu_kthread(struct task_struct *p)
+{
+	return (p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1;
+}
+
 /* A task's own (leaf) cgroup, not the nearest one with the cpu controller. */
 static u64 task_cgroup_id(struct task_struct *p)
 {
@@ -299,8 +305,14 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		st->nr_enqueued++;
 
 	if (cpu_borrowed(cpu)) {
-		check_waiter_on_borrowed(cpu, p);
-		/* Its queue is not served while lent: let an idle CPU steal it. */
+		/*
+		 * A lent CPU serves only kthreads bound to it: wake it for one.
+		 * Anyone else may split the object if due, or be stolen.
+		 */
+		if (is_pcpu_kthread(p))
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		else
+			check_waiter_on_borrowed(cpu, p);
 	} else if (a) {
 		/* Wake the representative if it idles; stealing would defeat fusing. */
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Cluster scheduling: a level-2 task ({0,1,2,3}) whose CPU 3 is busy with a
+# pinned task it may not preempt (tax 100) fuses the largest smaller object
+# whose CPUs qualify, {0,1} (Chameleon §4.3.1, last paragraph).
+. /opt/chameleon/guest/lib.sh
+
+make_cgroup seq
+start_agent --events --tag seq=level:2,tax:100
+spin -c 3 11 >/dev/null &
+b=$!
+sleep 0.5
+spin -g /sys/fs/cgroup/seq 10 >/dev/null &
+a=$!
+wait $a $b || fail "spin failed"
+stop_agent
+grep -q "^assign pid=$a cpus=\[0, 1, 2, 3\]" "$AGENT_LOG" || fail "pid $a did not get {0,1,2,3}"
+n=$(grep -c "partial_fuse cpu=0 pid=$a .*cpus=0,1 of=4" "$AGENT_LOG")
+[ "$n" -ge 1 ] || fail "no partial fuse of {0,1}"
+ok "$n partial fuses of {0,1} out of {0,1,2,3}; $(count_events fuse) whole fuses; fused $(fused_pct $a)%"
+pass
