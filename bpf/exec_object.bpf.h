@@ -74,6 +74,14 @@ s32 borrowed_by[CHAMELEON_MAX_CPUS];
 /* Per CPU: representative + 1 whose fuse/split waits for this CPU, 0 if none. */
 s32 pending_for[CHAMELEON_MAX_CPUS];
 
+/*
+ * Walk the lent positions of an object: i = 1 .. nr - 1 with c = cpus[i],
+ * skipping invalid CPU ids. bpf_for keeps the loop bounded for the verifier.
+ */
+#define for_each_lent(i, c, cpus, nr)					\
+	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS)				\
+		if (i < (nr) && cpu_valid((c) = (cpus)[i]))
+
 static struct rep_ctx *rep_ctx(s32 cpu)
 {
 	return cpu_valid(cpu) ? &reps[CPU_IDX(cpu)] : NULL;
@@ -98,11 +106,10 @@ static struct chameleon_assignment *task_assignment(struct task_struct *p,
 static int obj_pos(struct rep_ctx *rc, s32 cpu)
 {
 	u32 i;
+	s32 c;
 
-	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS) {
-		if (i >= rc->nr_cpus)
-			break;
-		if (rc->cpus[i] == cpu)
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
+		if (c == cpu)
 			return i;
 	}
 	return -1;
@@ -203,17 +210,15 @@ static void charge_tax(struct task_struct *p, struct task_ctx *tctx,
 	u64 end = rc->state == REP_FUSED ? now : rc->split_at;
 	u64 delta, charge;
 	u32 i;
+	s32 c;
 
 	if (rc->owner != p->pid || !chameleon_vtime_before(rc->charged_until, end))
 		return;
 	delta = end - rc->charged_until;
 	rc->charged_until = end;
 	charge = chameleon_tax_charge(delta, p->scx.weight, tctx->tax);
-	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS) {
-		if (i >= rc->nr_cpus)
-			break;
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus)
 		tctx->vruntimes[i] += charge;
-	}
 	tctx->fused_ns += delta;
 }
 
@@ -227,6 +232,7 @@ static void split(s32 rep, u32 reason)
 	struct chameleon_cpu_stats *st = stats_here();
 	u64 t0 = bpf_ktime_get_ns();
 	u32 i, pending = 0;
+	s32 c;
 
 	if (!rc || !__sync_bool_compare_and_swap(&rc->state, REP_FUSED, REP_NATIVE))
 		return;
@@ -234,14 +240,7 @@ static void split(s32 rep, u32 reason)
 	rc->reason = reason;
 	rc->split_at = t0;
 	rc->decision_at = t0;
-	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS) {
-		s32 c;
-
-		if (i >= rc->nr_cpus)
-			break;
-		c = rc->cpus[i];
-		if (!cpu_valid(c))
-			continue;
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
 		borrowed_by[CPU_IDX(c)] = 0;
 		if (cpu_ctxs[CPU_IDX(c)].online) {
 			pending |= 1U << i;
@@ -252,11 +251,9 @@ static void split(s32 rep, u32 reason)
 	/* Kicks only queue IPIs; the cost is the decision itself. */
 	rc->decision_cost = bpf_ktime_get_ns() - t0;
 	rc->pending = pending;
-	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS) {
-		if (i >= rc->nr_cpus)
-			break;
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
 		if (pending & (1U << i))
-			scx_bpf_kick_cpu(rc->cpus[i], SCX_KICK_IDLE);
+			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
 	}
 	if (st)
 		st->nr_split++;
@@ -268,16 +265,10 @@ static void split(s32 rep, u32 reason)
 static void unborrow(struct chameleon_assignment *a, u32 upto)
 {
 	u32 i;
+	s32 c;
 
-	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS) {
-		s32 c;
-
-		if (i >= upto)
-			break;
-		c = a->cpus[i];
-		if (cpu_valid(c))
-			borrowed_by[CPU_IDX(c)] = 0;
-	}
+	for_each_lent(i, c, a->cpus, upto)
+		borrowed_by[CPU_IDX(c)] = 0;
 }
 
 /*
@@ -291,22 +282,18 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	struct chameleon_cpu_stats *st = stats_here();
 	u64 t0 = bpf_ktime_get_ns();
 	u32 i, ok = 0, size, pending = 0, nr = a->nr_cpus;
+	s32 c;
 
 	if (!rc || rc->state != REP_NATIVE || nr > CHAMELEON_OBJ_MAX_CPUS)
 		return;
 
-	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS) {
-		struct cpu_ctx *cc;
+	for_each_lent(i, c, a->cpus, nr) {
+		struct cpu_ctx *cc = &cpu_ctxs[CPU_IDX(c)];
 		u64 other = 0;
 		bool busy;
-		s32 c;
 
-		if (i >= nr)
-			break;
-		c = a->cpus[i];
-		if (!cpu_valid(c) || borrowed_by[CPU_IDX(c)])
+		if (borrowed_by[CPU_IDX(c)])
 			continue;
-		cc = &cpu_ctxs[CPU_IDX(c)];
 		busy = cpu_competitor_vtime(c, cc, t0, &other);
 		if (chameleon_may_borrow(cc->online, !busy, tctx->vruntimes[i], other))
 			ok |= 1U << i;
@@ -319,8 +306,6 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	}
 
 	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS) {
-		s32 c;
-
 		if (i >= size)
 			break;
 		c = a->cpus[i];
@@ -346,14 +331,7 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	 * Kick every borrowed CPU, idle or not: one that looked idle may have
 	 * picked a task since we looked. Only the busy ones are waited for.
 	 */
-	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS) {
-		s32 c;
-
-		if (i >= size)
-			break;
-		c = a->cpus[i];
-		if (!cpu_valid(c))
-			continue;
+	for_each_lent(i, c, a->cpus, size) {
 		if (cpu_ctxs[CPU_IDX(c)].running) {
 			pending |= 1U << i;
 			pending_for[CPU_IDX(c)] = cpu + 1;
@@ -363,11 +341,8 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	rc->decision_cost = bpf_ktime_get_ns() - t0;
 	rc->pending = pending;
 	rc->state = REP_FUSED;
-	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS) {
-		if (i >= size)
-			break;
-		scx_bpf_kick_cpu(a->cpus[i], SCX_KICK_PREEMPT);
-	}
+	for_each_lent(i, c, a->cpus, size)
+		scx_bpf_kick_cpu(c, SCX_KICK_PREEMPT);
 	if (st) {
 		if (size < nr)
 			st->nr_partial++;
@@ -385,17 +360,11 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 static bool waiter_due(struct rep_ctx *rc, struct task_ctx *owner, u64 now)
 {
 	u32 i;
+	s32 c;
 
-	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS) {
-		struct task_struct *w;
-		s32 c;
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
+		struct task_struct *w = __COMPAT_scx_bpf_dsq_peek(c);
 
-		if (i >= rc->nr_cpus)
-			break;
-		c = rc->cpus[i];
-		if (!cpu_valid(c))
-			continue;
-		w = __COMPAT_scx_bpf_dsq_peek(c);
 		if (chameleon_must_split(now - rc->fused_at, min_gran_ns, w != NULL,
 					 w ? w->scx.dsq_vtime : 0,
 					 owner->vruntimes[i & (CHAMELEON_OBJ_MAX_CPUS - 1)]))
@@ -460,15 +429,9 @@ static void dispatch_borrowed(s32 cpu)
 static void place_vthreads(struct task_ctx *tctx, struct chameleon_assignment *a)
 {
 	u32 i;
+	s32 c;
 
-	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS) {
-		s32 c;
-
-		if (i >= a->nr_cpus)
-			break;
-		c = a->cpus[i];
-		if (!cpu_valid(c))
-			continue;
+	for_each_lent(i, c, a->cpus, a->nr_cpus) {
 		if (tctx->assign_gen != a->generation)
 			tctx->vruntimes[i] = cpu_ctxs[CPU_IDX(c)].vclock;
 		else
