@@ -8,9 +8,9 @@ start_agent
 stress-ng --cpu "$(nproc)" --timeout 10 >/tmp/stress.log 2>&1 &
 load=$!
 sleep 3
-kill -9 "$AGENT_PID"
-ms=$(wait_state disabled 1000) || fail "still '$(state)' 1 s after kill -9"
-ok "disabled ${ms} ms after kill -9 (limit 1000 ms)"
+out=$(sched_state disabled 1000 "$AGENT_PID") || fail "still '$(state)' 1 s after kill -9 ($out)"
+us=${out##*after_us=}
+ok "disabled $((us / 1000)).$((us % 1000 / 100)) ms after kill -9 (limit 1000 ms)"
 wait "$load" || { cat /tmp/stress.log; fail "stress-ng failed after the scheduler died"; }
 grep -q "successful run completed" /tmp/stress.log || fail "load did not complete"
 ok "load completed on the fair class"
