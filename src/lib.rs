@@ -8,10 +8,14 @@ pub mod bpf_intf;
 pub mod bpf_skel;
 pub mod event;
 pub mod exec_object;
+pub mod node;
+pub mod node_manager;
 pub mod scheduler;
 pub mod stats;
 pub mod tag;
 
+#[cfg(test)]
+mod node_manager_tests;
 #[cfg(test)]
 mod policy_tests;
 

@@ -1,0 +1,349 @@
+//! The node manager (Chameleon §3.2, §4.2, §4.3.5): decides which CPUs form
+//! which task's execution object. Pure and deterministic — no BPF, no clock —
+//! so that the paper's scenarios replay exactly in host tests; `assign.rs`
+//! feeds it events and publishes what it decides.
+//!
+//! Sizes first, places second:
+//! - **Supply** is the online CPUs minus those kept native for runnable
+//!   untagged tasks (a parallel program keeps its CPUs, Chameleon Fig. 4/6).
+//! - **Targets**: if every requester's 2^level fits, each gets it. Otherwise
+//!   each gets 2 CPUs (the largest objects are split in half until everyone
+//!   has a level-1 object, as far as supply allows), and what remains goes to
+//!   the highest weights first (ties: who asked first), doubling their objects
+//!   towards what they asked for.
+//! - **Placement** is buddy-style in each node's slot order (SMT siblings
+//!   adjacent), so every object is an aligned block and each power-of-two
+//!   prefix of it is an object too (BPF's partial fuse). Objects keep their
+//!   CPUs when their size is unchanged and shrink to their first half. When
+//!   enough CPUs are free but not as an aligned block, smaller objects are
+//!   moved out of the way (defragmentation), choosing the block that displaces
+//!   the fewest CPUs.
+
+use crate::node::Node;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What one task asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    pub level: u32,
+    pub weight: u32,
+}
+
+#[derive(Debug, Clone)]
+struct Requester {
+    req: Request,
+    /// Arrival order: breaks weight ties, so decisions are stable.
+    seq: u64,
+}
+
+/// Where an object lives: `size` slots of node `node` from slot `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Place {
+    node: usize,
+    start: usize,
+    size: usize,
+}
+
+/// A task's object as published to BPF.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Object {
+    /// Representative first; each power-of-two prefix is an object.
+    pub cpus: Vec<usize>,
+    /// Changes whenever the CPUs change (BPF then re-places virtual threads).
+    pub gen: u32,
+}
+
+/// One decision: `pid` now has `object` (None: it runs natively).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub pid: i32,
+    pub object: Option<Object>,
+}
+
+#[derive(Debug)]
+pub struct NodeManager {
+    nodes: Vec<Node>,
+    online: BTreeSet<usize>,
+    max_level: u32,
+    /// CPUs kept native for runnable untagged tasks.
+    untagged_load: usize,
+    requesters: BTreeMap<i32, Requester>,
+    places: BTreeMap<i32, Place>,
+    objects: BTreeMap<i32, Object>,
+    next_seq: u64,
+    next_gen: u32,
+    /// Objects moved by defragmentation so far (for stats and tests).
+    pub nr_defrag_moves: u64,
+}
+
+impl NodeManager {
+    pub fn new(nodes: Vec<Node>, online: impl IntoIterator<Item = usize>, max_level: u32) -> Self {
+        NodeManager {
+            nodes,
+            online: online.into_iter().collect(),
+            max_level,
+            untagged_load: 0,
+            requesters: BTreeMap::new(),
+            places: BTreeMap::new(),
+            objects: BTreeMap::new(),
+            next_seq: 0,
+            next_gen: 1,
+            nr_defrag_moves: 0,
+        }
+    }
+
+    pub fn object(&self, pid: i32) -> Option<&Object> {
+        self.objects.get(&pid)
+    }
+
+    pub fn objects(&self) -> &BTreeMap<i32, Object> {
+        &self.objects
+    }
+
+    pub fn requesters(&self) -> impl Iterator<Item = (i32, Request)> + '_ {
+        self.requesters.iter().map(|(&pid, r)| (pid, r.req))
+    }
+
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Size of `pid`'s object (0: none), for tests and status.
+    pub fn size_of(&self, pid: i32) -> usize {
+        self.objects.get(&pid).map_or(0, |o| o.cpus.len())
+    }
+
+    /// A task asks for an object (again: a changed request replaces the old one).
+    pub fn request(&mut self, pid: i32, req: Request) -> Vec<Change> {
+        match self.requesters.get_mut(&pid) {
+            Some(r) if r.req == req => return Vec::new(),
+            Some(r) => r.req = req,
+            None => {
+                self.requesters.insert(pid, Requester { req, seq: self.next_seq });
+                self.next_seq += 1;
+            }
+        }
+        self.rebalance()
+    }
+
+    /// A task no longer wants an object (exit, sleep, untag).
+    pub fn release(&mut self, pid: i32) -> Vec<Change> {
+        if self.requesters.remove(&pid).is_none() {
+            return Vec::new();
+        }
+        self.rebalance()
+    }
+
+    /// Drop requesters that are gone (`alive` says false): what makes CPUs
+    /// move even if an exit notification was lost.
+    pub fn reconcile(&mut self, alive: impl Fn(i32) -> bool) -> Vec<Change> {
+        let before = self.requesters.len();
+        self.requesters.retain(|&pid, _| alive(pid));
+        if self.requesters.len() == before {
+            return Vec::new();
+        }
+        self.rebalance()
+    }
+
+    pub fn set_online(&mut self, cpu: usize, online: bool) -> Vec<Change> {
+        let changed = if online { self.online.insert(cpu) } else { self.online.remove(&cpu) };
+        if !changed {
+            return Vec::new();
+        }
+        self.rebalance()
+    }
+
+    /// Runnable untagged tasks: that many CPUs stay native.
+    pub fn set_untagged_load(&mut self, n: usize) -> Vec<Change> {
+        if n == self.untagged_load {
+            return Vec::new();
+        }
+        self.untagged_load = n;
+        self.rebalance()
+    }
+
+    fn largest_object(&self) -> usize {
+        let node_max = self.nodes.iter().map(|n| n.slots.len()).max().unwrap_or(0);
+        let mut size = 1usize << self.max_level;
+        while size > node_max {
+            size >>= 1;
+        }
+        size
+    }
+
+    /// Requesters in priority order: weight, then arrival.
+    fn by_priority(&self) -> Vec<i32> {
+        let mut pids: Vec<i32> = self.requesters.keys().copied().collect();
+        pids.sort_by_key(|pid| {
+            let r = &self.requesters[pid];
+            (std::cmp::Reverse(r.req.weight), r.seq)
+        });
+        pids
+    }
+
+    /// Object sizes by the rules in the module comment.
+    fn targets(&self, order: &[i32]) -> BTreeMap<i32, usize> {
+        let supply = self.online.len().saturating_sub(self.untagged_load);
+        let cap = self.largest_object();
+        let want = |pid: &i32| (1usize << self.requesters[pid].req.level.min(31)).min(cap);
+        let mut out: BTreeMap<i32, usize> = order.iter().map(|p| (*p, 0)).collect();
+        if cap < 2 {
+            return out;
+        }
+        if order.iter().map(want).sum::<usize>() <= supply {
+            for pid in order {
+                out.insert(*pid, want(pid));
+            }
+            return out;
+        }
+        let mut left = supply;
+        for pid in order {
+            if left < 2 {
+                break;
+            }
+            out.insert(*pid, 2);
+            left -= 2;
+        }
+        for pid in order {
+            let size = out.get_mut(pid).unwrap();
+            while *size >= 2 && *size < want(pid) && left >= *size {
+                left -= *size;
+                *size *= 2;
+            }
+        }
+        out
+    }
+
+    fn block_online(&self, node: usize, start: usize, size: usize) -> bool {
+        self.nodes[node].slots[start..start + size].iter().all(|c| self.online.contains(c))
+    }
+
+    /// Recompute every object; returns the tasks whose object changed.
+    pub fn rebalance(&mut self) -> Vec<Change> {
+        let order = self.by_priority();
+        let targets = self.targets(&order);
+        // owner[node][slot]
+        let mut owner: Vec<Vec<Option<i32>>> = self.nodes.iter().map(|n| vec![None; n.slots.len()]).collect();
+        let mut placed: BTreeMap<i32, Place> = BTreeMap::new();
+        let mut pending: Vec<(i32, usize)> = Vec::new();
+
+        // Keep what still fits where it is: same size, or its first half.
+        for pid in &order {
+            let size = targets[pid];
+            match self.places.get(pid) {
+                Some(p) if size >= 2 && size <= p.size && self.block_online(p.node, p.start, size) => {
+                    let keep = Place { size, ..*p };
+                    for s in keep.start..keep.start + size {
+                        owner[keep.node][s] = Some(*pid);
+                    }
+                    placed.insert(*pid, keep);
+                }
+                _ if size >= 2 => pending.push((*pid, size)),
+                _ => {}
+            }
+        }
+
+        // Place the rest, largest first, priority order within a size.
+        let mut budget = 4 * (order.len() + 1);
+        while let Some(i) = (0..pending.len()).max_by_key(|&i| (pending[i].1, std::cmp::Reverse(i))) {
+            let (pid, mut size) = pending.remove(i);
+            budget = match budget.checked_sub(1) {
+                Some(b) => b,
+                None => break,
+            };
+            loop {
+                if size < 2 {
+                    break;
+                }
+                let prefer = self.places.get(&pid).copied();
+                if let Some((node, start, evict)) = self.find_block(&owner, &placed, size, prefer) {
+                    for victim in evict {
+                        let vp = placed.remove(&victim).unwrap();
+                        for s in vp.start..vp.start + vp.size {
+                            owner[vp.node][s] = None;
+                        }
+                        self.nr_defrag_moves += 1;
+                        pending.push((victim, vp.size));
+                    }
+                    for s in start..start + size {
+                        owner[node][s] = Some(pid);
+                    }
+                    placed.insert(pid, Place { node, start, size });
+                    break;
+                }
+                size /= 2;
+            }
+        }
+
+        // Publish: what changed gets a new generation.
+        let mut changes = Vec::new();
+        let mut objects = BTreeMap::new();
+        for (&pid, p) in &placed {
+            let cpus: Vec<usize> = self.nodes[p.node].slots[p.start..p.start + p.size].to_vec();
+            let obj = match self.objects.get(&pid) {
+                Some(o) if o.cpus == cpus => o.clone(),
+                _ => {
+                    let o = Object { cpus, gen: self.next_gen };
+                    self.next_gen = self.next_gen.wrapping_add(1).max(1);
+                    changes.push(Change { pid, object: Some(o.clone()) });
+                    o
+                }
+            };
+            objects.insert(pid, obj);
+        }
+        for pid in self.objects.keys() {
+            if !objects.contains_key(pid) {
+                changes.push(Change { pid: *pid, object: None });
+            }
+        }
+        self.objects = objects;
+        self.places = placed;
+        changes
+    }
+
+    /// An aligned, online block of `size` slots: a free one (preferring the
+    /// block holding `prefer`, then the lowest), else one whose occupants are
+    /// all smaller objects, displacing as few CPUs as possible. Returns
+    /// (node, start, objects to move).
+    fn find_block(
+        &self,
+        owner: &[Vec<Option<i32>>],
+        placed: &BTreeMap<i32, Place>,
+        size: usize,
+        prefer: Option<Place>,
+    ) -> Option<(usize, usize, Vec<i32>)> {
+        let mut best: Option<(usize, usize, usize, Vec<i32>)> = None; // (cost, node, start, evict)
+        for (n, node) in self.nodes.iter().enumerate() {
+            let nr = node.slots.len() / size * size;
+            for start in (0..nr).step_by(size) {
+                if !self.block_online(n, start, size) {
+                    continue;
+                }
+                let mut evict: Vec<i32> = Vec::new();
+                let mut displaced = 0;
+                let mut ok = true;
+                for s in start..start + size {
+                    if let Some(o) = owner[n][s] {
+                        if placed[&o].size >= size {
+                            ok = false;
+                            break;
+                        }
+                        displaced += 1;
+                        if !evict.contains(&o) {
+                            evict.push(o);
+                        }
+                    }
+                }
+                if !ok {
+                    continue;
+                }
+                let home = prefer.is_some_and(|p| p.node == n && p.start >= start && p.start < start + size);
+                let cost = displaced * 2 + usize::from(!home);
+                if best.as_ref().is_none_or(|b| cost < b.0) {
+                    best = Some((cost, n, start, evict));
+                }
+            }
+        }
+        best.map(|(_, n, s, e)| (n, s, e))
+    }
+}
