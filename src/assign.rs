@@ -1,28 +1,60 @@
-//! Turns the policy's reports into object assignments and publishes them:
-//! a tagged task appears (DEMAND) -> it gets an object; it exits, or a CPU of
-//! its object goes offline -> the object is withdrawn and its CPUs go to
-//! whoever waits. Data flows one way: tag -> map -> BPF -> event -> here -> map.
+//! Turns the policy's reports into object assignments through the node
+//! manager and publishes them: a tagged task appears (DEMAND) -> it asks for
+//! an object; it exits, leaves its tag, or a CPU goes away -> the manager
+//! rebalances. Every second it reconciles (tasks gone without a notice, the
+//! untagged load), so a lost event cannot leave CPUs stranded. Data flows one
+//! way: tag -> map -> BPF -> event -> here -> map.
 
 use crate::bpf_intf;
 use crate::event::{Event, Kind};
-use crate::exec_object::{FirstFit, Object};
+use crate::node_manager::{Change, NodeManager, Object, Request};
 use crate::scheduler::as_bytes;
+use crate::status::Status;
 use crate::tag::Props;
 use libbpf_rs::{MapCore, MapFlags};
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 use tracing::warn;
 
+pub const RECONCILE_EVERY: Duration = Duration::from_secs(1);
+
 pub struct Assigner {
-    objects: FirstFit,
+    manager: NodeManager,
     /// Tagged cgroups: id -> properties.
     tags: HashMap<u64, Props>,
     /// Tagged tasks alive: pid -> their cgroup's properties.
     requesters: HashMap<i32, Props>,
+    last_reconcile: Instant,
+    /// Lowest procs_running seen since the last reconcile (filters blips).
+    min_running: Option<usize>,
+    status: Status,
+}
+
+/// Nanoseconds on the clock bpf_ktime_get_ns() uses, to time decisions
+/// against the events that caused them.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the local timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Runnable tasks right now, from /proc/stat.
+fn procs_running() -> Option<usize> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    stat.lines().find_map(|l| l.strip_prefix("procs_running ")?.trim().parse().ok())
 }
 
 impl Assigner {
-    pub fn new(objects: FirstFit, tags: HashMap<u64, Props>) -> Self {
-        Assigner { objects, tags, requesters: HashMap::new() }
+    pub fn new(manager: NodeManager, tags: HashMap<u64, Props>, status: Status) -> Self {
+        Assigner {
+            manager,
+            tags,
+            requesters: HashMap::new(),
+            last_reconcile: Instant::now(),
+            min_running: None,
+            status,
+        }
     }
 
     /// The BPF value for a task's object.
@@ -40,61 +72,91 @@ impl Assigner {
         a
     }
 
-    /// Publish (or withdraw, with None) a task's object. One hash-map update
-    /// replaces the whole value, so BPF never sees half an object.
-    fn publish(&self, map: &dyn MapCore, pid: i32, obj: Option<&Object>) {
-        let key = pid.to_ne_bytes();
-        match obj {
-            Some(o) => {
-                let value = Self::value(o, self.requesters.get(&pid));
-                println!("assign pid={} cpus={:?} gen={}", pid, o.cpus, o.gen);
-                if let Err(e) = map.update(&key, as_bytes(&value), MapFlags::ANY) {
-                    warn!("publishing the object of pid {pid}: {e}");
+    /// Publish the manager's decisions. One hash-map update replaces a whole
+    /// value, so BPF never sees half an object. `cause_ns`: when the event
+    /// that led to them happened (bpf_ktime_get_ns), to report the delay.
+    fn publish(&mut self, map: &dyn MapCore, changes: Vec<Change>, cause_ns: Option<u64>) {
+        if changes.is_empty() {
+            return;
+        }
+        for ch in &changes {
+            let key = ch.pid.to_ne_bytes();
+            match &ch.object {
+                Some(o) => {
+                    let value = Self::value(o, self.requesters.get(&ch.pid));
+                    println!("assign pid={} cpus={:?} gen={}", ch.pid, o.cpus, o.gen);
+                    if let Err(e) = map.update(&key, as_bytes(&value), MapFlags::ANY) {
+                        warn!("publishing the object of pid {}: {e}", ch.pid);
+                    }
+                }
+                None => {
+                    println!("unassign pid={}", ch.pid);
+                    // ENOENT is fine: the task never had an object.
+                    let _ = map.delete(&key);
                 }
             }
-            None => {
-                println!("unassign pid={pid}");
-                // ENOENT is fine: the task never had an object.
-                let _ = map.delete(&key);
-            }
         }
-    }
-
-    /// A task no longer wants (or may have) an object; returns what that frees up for others.
-    fn withdraw(&mut self, map: &dyn MapCore, pid: i32) -> Vec<(i32, Object)> {
-        if self.requesters.remove(&pid).is_none() {
-            return Vec::new();
+        if let Some(t) = cause_ns {
+            println!("rebalanced changes={} after_us={}", changes.len(), monotonic_ns().saturating_sub(t) / 1000);
         }
-        self.publish(map, pid, None);
-        self.objects.release(pid)
+        self.status.write(&self.manager);
     }
 
     pub fn handle(&mut self, ev: &Event, map: &dyn MapCore) {
-        let given = match ev.kind {
+        let changes = match ev.kind {
             Kind::Demand => match self.tags.get(&ev.cgroup_id).copied() {
                 Some(props) if ev.level > 0 => {
                     self.requesters.insert(ev.pid, props);
-                    match self.objects.request(ev.pid, props.level) {
-                        Some(obj) => vec![(ev.pid, obj)],
-                        None => Vec::new(),
-                    }
+                    self.manager.request(ev.pid, Request { level: props.level, weight: props.weight })
                 }
                 // Moved out of every tagged cgroup: it gives its object up.
-                _ => self.withdraw(map, ev.pid),
+                _ => self.withdraw(ev.pid),
             },
-            Kind::TaskExit => self.withdraw(map, ev.pid),
-            Kind::CpuOffline if ev.cpu >= 0 => {
-                let (revoked, given) = self.objects.cpu_offline(ev.cpu as usize);
-                for pid in revoked {
-                    self.publish(map, pid, None);
-                }
-                given
-            }
-            Kind::CpuOnline if ev.cpu >= 0 => self.objects.cpu_online(ev.cpu as usize),
+            Kind::TaskExit => self.withdraw(ev.pid),
+            Kind::CpuOffline if ev.cpu >= 0 => self.manager.set_online(ev.cpu as usize, false),
+            Kind::CpuOnline if ev.cpu >= 0 => self.manager.set_online(ev.cpu as usize, true),
             _ => Vec::new(),
         };
-        for (pid, obj) in given {
-            self.publish(map, pid, Some(&obj));
+        self.publish(map, changes, Some(ev.ts_ns));
+    }
+
+    fn withdraw(&mut self, pid: i32) -> Vec<Change> {
+        if self.requesters.remove(&pid).is_none() {
+            return Vec::new();
         }
+        self.manager.release(pid)
+    }
+
+    pub fn remove_status(&self) {
+        self.status.remove();
+    }
+
+    /// Called from the agent's loop: sample the load; once a second drop
+    /// requesters that are gone and keep CPUs native for the untagged load.
+    pub fn tick(&mut self, map: &dyn MapCore) {
+        if let Some(n) = procs_running() {
+            self.min_running = Some(self.min_running.map_or(n, |m| m.min(n)));
+        }
+        if self.last_reconcile.elapsed() < RECONCILE_EVERY {
+            return;
+        }
+        self.last_reconcile = Instant::now();
+        let gone: Vec<i32> = self
+            .requesters
+            .keys()
+            .copied()
+            .filter(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+            .collect();
+        for pid in &gone {
+            self.requesters.remove(pid);
+        }
+        let mut changes = self.manager.reconcile(|pid| !gone.contains(&pid));
+        // Runnable tasks other than the tagged ones and this agent.
+        if let Some(running) = self.min_running.take() {
+            let untagged = running.saturating_sub(self.requesters.len() + 1);
+            changes.extend(self.manager.set_untagged_load(untagged));
+        }
+        self.publish(map, changes, None);
+        self.status.write(&self.manager);
     }
 }

@@ -7,11 +7,11 @@ pub mod bpf_intf;
 #[allow(clippy::all)]
 pub mod bpf_skel;
 pub mod event;
-pub mod exec_object;
 pub mod node;
 pub mod node_manager;
 pub mod scheduler;
 pub mod stats;
+pub mod status;
 pub mod tag;
 
 #[cfg(test)]

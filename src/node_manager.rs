@@ -172,41 +172,35 @@ impl NodeManager {
     }
 
     /// Requesters in priority order: weight, then arrival.
-    fn by_priority(&self) -> Vec<i32> {
-        let mut pids: Vec<i32> = self.requesters.keys().copied().collect();
-        pids.sort_by_key(|pid| {
-            let r = &self.requesters[pid];
-            (std::cmp::Reverse(r.req.weight), r.seq)
-        });
-        pids
+    fn by_priority(&self) -> Vec<(i32, Request)> {
+        let mut order: Vec<(i32, Request, u64)> =
+            self.requesters.iter().map(|(&pid, r)| (pid, r.req, r.seq)).collect();
+        order.sort_unstable_by_key(|&(_, req, seq)| (std::cmp::Reverse(req.weight), seq));
+        order.into_iter().map(|(pid, req, _)| (pid, req)).collect()
     }
 
-    /// Object sizes by the rules in the module comment.
-    fn targets(&self, order: &[i32]) -> BTreeMap<i32, usize> {
+    /// Object sizes by the rules in the module comment, in `order`'s order.
+    fn targets(&self, order: &[(i32, Request)]) -> Vec<usize> {
         let supply = self.online.len().saturating_sub(self.untagged_load);
         let cap = self.largest_object();
-        let want = |pid: &i32| (1usize << self.requesters[pid].req.level.min(31)).min(cap);
-        let mut out: BTreeMap<i32, usize> = order.iter().map(|p| (*p, 0)).collect();
+        let want: Vec<usize> = order.iter().map(|(_, r)| (1usize << r.level.min(31)).min(cap)).collect();
         if cap < 2 {
-            return out;
+            return vec![0; order.len()];
         }
-        if order.iter().map(want).sum::<usize>() <= supply {
-            for pid in order {
-                out.insert(*pid, want(pid));
-            }
-            return out;
+        if want.iter().sum::<usize>() <= supply {
+            return want;
         }
+        let mut out = vec![0; order.len()];
         let mut left = supply;
-        for pid in order {
+        for size in out.iter_mut() {
             if left < 2 {
                 break;
             }
-            out.insert(*pid, 2);
+            *size = 2;
             left -= 2;
         }
-        for pid in order {
-            let size = out.get_mut(pid).unwrap();
-            while *size >= 2 && *size < want(pid) && left >= *size {
+        for (size, &want) in out.iter_mut().zip(&want) {
+            while *size >= 2 && *size < want && left >= *size {
                 left -= *size;
                 *size *= 2;
             }
@@ -228,18 +222,19 @@ impl NodeManager {
         let mut pending: Vec<(i32, usize)> = Vec::new();
 
         // Keep what still fits where it is: same size, or its first half.
-        for pid in &order {
-            let size = targets[pid];
-            match self.places.get(pid) {
-                Some(p) if size >= 2 && size <= p.size && self.block_online(p.node, p.start, size) => {
+        for (&(pid, _), &size) in order.iter().zip(&targets) {
+            if size < 2 {
+                continue;
+            }
+            match self.places.get(&pid) {
+                Some(p) if size <= p.size && self.block_online(p.node, p.start, size) => {
                     let keep = Place { size, ..*p };
                     for s in keep.start..keep.start + size {
-                        owner[keep.node][s] = Some(*pid);
+                        owner[keep.node][s] = Some(pid);
                     }
-                    placed.insert(*pid, keep);
+                    placed.insert(pid, keep);
                 }
-                _ if size >= 2 => pending.push((*pid, size)),
-                _ => {}
+                _ => pending.push((pid, size)),
             }
         }
 

@@ -9,7 +9,8 @@ use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::assign::Assigner;
 use crate::event::Event;
-use crate::exec_object::{FirstFit, Shapes};
+use crate::node_manager::NodeManager;
+use crate::status::Status;
 use crate::stats::Totals;
 use crate::tag::{self, Tag};
 use anyhow::{bail, Context, Result};
@@ -39,11 +40,26 @@ pub struct Opts {
     pub min_gran_us: u64,
     /// Cgroups whose tasks want execution objects.
     pub tags: Vec<Tag>,
+    /// Nodes as CPU lists ("0-11;12-23"); None: one per LLC.
+    pub node_cpus: Option<String>,
+    /// Largest object level the node manager builds.
+    pub max_level: u32,
+    /// Where the status file goes.
+    pub status_path: std::path::PathBuf,
 }
 
 impl Default for Opts {
     fn default() -> Self {
-        Opts { slice_us: 5000, print_events: false, stats_interval: None, min_gran_us: 1000, tags: Vec::new() }
+        Opts {
+            slice_us: 5000,
+            print_events: false,
+            stats_interval: None,
+            min_gran_us: 1000,
+            tags: Vec::new(),
+            node_cpus: None,
+            max_level: bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_LEVEL,
+            status_path: crate::status::DEFAULT_PATH.into(),
+        }
     }
 }
 
@@ -52,6 +68,13 @@ impl Opts {
     pub fn validate(&self) -> Result<()> {
         if !(100..=1_000_000).contains(&self.slice_us) {
             bail!("--slice-us must be between 100 and 1000000 (got {})", self.slice_us);
+        }
+        if !(1..=bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_LEVEL).contains(&self.max_level) {
+            bail!(
+                "--max-level must be between 1 and {} (got {})",
+                bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_LEVEL,
+                self.max_level
+            );
         }
         if !(10..=1_000_000).contains(&self.min_gran_us) {
             bail!("--min-granularity-us must be between 10 and 1000000 (got {})", self.min_gran_us);
@@ -79,31 +102,10 @@ fn totals(skel: &BpfSkel, nr_cpus: usize) -> Totals {
     Totals::sum(&bss.cpu_stats[..nr_cpus])
 }
 
-/// SMT sibling pairs from the topology (lower id first).
-fn smt_pairs() -> Result<Vec<(usize, usize)>> {
-    let topo = scx_utils::Topology::new().context("reading the CPU topology")?;
-    let mut pairs: Vec<(usize, usize)> = topo
-        .all_cores
-        .values()
-        .filter_map(|core| {
-            let ids: Vec<usize> = core.cpus.keys().copied().collect();
-            (ids.len() == 2).then(|| (ids[0], ids[1]))
-        })
-        .collect();
-    pairs.sort();
-    Ok(pairs)
-}
-
-fn online_cpus(nr_cpus: usize) -> Result<Vec<bool>> {
+fn online_cpus() -> Result<Vec<usize>> {
     let list = std::fs::read_to_string("/sys/devices/system/cpu/online")
         .context("reading /sys/devices/system/cpu/online")?;
-    let mut online = vec![false; nr_cpus];
-    for c in scx_utils::read_cpulist(list.trim())? {
-        if c < nr_cpus {
-            online[c] = true;
-        }
-    }
-    Ok(online)
+    scx_utils::read_cpulist(list.trim())
 }
 
 impl<'a> Scheduler<'a> {
@@ -133,7 +135,12 @@ impl<'a> Scheduler<'a> {
             };
             tag_entries.push((id, value, t));
         }
-        let objects = FirstFit::new(Shapes::new(nr_cpus, smt_pairs()?), online_cpus(nr_cpus)?);
+        let nodes = match &opts.node_cpus {
+            Some(spec) => crate::node::parse_nodes(spec, nr_cpus)?,
+            None => crate::node::from_topology()?,
+        };
+        info!("nodes: {:?}", nodes.iter().map(|n| &n.slots).collect::<Vec<_>>());
+        let manager = NodeManager::new(nodes, online_cpus()?, opts.max_level);
         let tag_ids: HashMap<u64, tag::Props> = tag_entries.iter().map(|(id, _, t)| (*id, t.props)).collect();
 
         let mut skel = scx_ops_load!(skel, chameleon_ops, uei)?;
@@ -162,7 +169,7 @@ impl<'a> Scheduler<'a> {
             struct_ops,
             opts: opts.clone(),
             nr_cpus,
-            assign: Assigner::new(objects, tag_ids),
+            assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path)),
         })
     }
 
@@ -188,7 +195,7 @@ impl<'a> Scheduler<'a> {
         };
         let assignments = &self.skel.maps.assignments;
         let assign = &mut self.assign;
-        let mut drain = |nr_events: &mut u64| {
+        let drain = |assign: &mut Assigner, nr_events: &mut u64| {
             let evs: Vec<Event> = std::mem::take(&mut *queue.borrow_mut());
             for ev in &evs {
                 *nr_events += 1;
@@ -209,7 +216,8 @@ impl<'a> Scheduler<'a> {
                     return Err(e).context("polling the event ring buffer");
                 }
             }
-            drain(&mut nr_events);
+            drain(assign, &mut nr_events);
+            assign.tick(assignments);
             if let Some(every) = stats_interval {
                 if last_print.elapsed() >= every {
                     let now = totals(&self.skel, self.nr_cpus);
@@ -220,7 +228,8 @@ impl<'a> Scheduler<'a> {
             }
         }
         let _ = rb.consume();
-        drain(&mut nr_events);
+        drain(assign, &mut nr_events);
+        assign.remove_status();
         let bss = self.skel.maps.bss_data.as_ref().expect(".bss is mapped");
         println!(
             "summary events={} dropped={} cpu_online={} cpu_offline={} {}",

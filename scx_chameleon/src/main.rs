@@ -14,6 +14,21 @@ use tracing::info;
 #[derive(Debug, Parser)]
 #[command(name = "scx_chameleon", version)]
 struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+
+    /// Nodes as CPU lists separated by ';' (e.g. "0-11;12-23"). Default: one per LLC.
+    #[arg(long)]
+    node_cpus: Option<String>,
+
+    /// Largest object level the node manager builds (1..3: up to 8 CPUs).
+    #[arg(long, default_value_t = 3)]
+    max_level: u32,
+
+    /// Where the agent writes its status (read by `scx_chameleon status`).
+    #[arg(long, default_value = chameleon::status::DEFAULT_PATH)]
+    status_file: std::path::PathBuf,
+
     /// Time slice given to a task, in microseconds (100..=1000000).
     #[arg(long, default_value_t = 5000)]
     slice_us: u64,
@@ -42,12 +57,39 @@ struct Cli {
     log_level: String,
 }
 
+#[derive(Debug, clap::Subcommand)]
+enum Cmd {
+    /// Show the objects of the running scheduler.
+    Status {
+        /// Print the raw JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn status(path: &std::path::Path, json: bool) -> Result<()> {
+    let snap = chameleon::status::read(path)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&snap)?);
+        return Ok(());
+    }
+    println!("agent pid {}, nodes {:?}, defragmentation moves {}", snap.agent_pid, snap.nodes, snap.defrag_moves);
+    for (pid, level, weight) in &snap.requesters {
+        let cpus = snap.objects.iter().find(|o| o.pid == *pid).map(|o| format!("{:?}", o.cpus));
+        println!("pid {pid}: level {level} weight {weight} -> {}", cpus.as_deref().unwrap_or("native"));
+    }
+    Ok(())
+}
+
 fn parse_tag(s: &str) -> Result<chameleon::tag::Tag, String> {
     chameleon::tag::parse_tag(s).map_err(|e| format!("{e:#}"))
 }
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
+    if let Some(Cmd::Status { json }) = cli.cmd {
+        return status(&cli.status_file, json);
+    }
     let filter = tracing_subscriber::EnvFilter::try_new(&cli.log_level)
         .with_context(|| format!("invalid --log-level {:?}", cli.log_level))?;
     // Logs go to stderr; stdout carries events and stats for scripts to read.
@@ -67,6 +109,9 @@ fn main() -> Result<()> {
         stats_interval: (cli.stats > 0.0).then(|| Duration::from_secs_f64(cli.stats)),
         min_gran_us: cli.min_granularity_us,
         tags: cli.tags,
+        node_cpus: cli.node_cpus,
+        max_level: cli.max_level,
+        status_path: cli.status_file,
     };
     opts.validate()?;
 
