@@ -68,6 +68,8 @@ enum chameleon_event_kind {
 	CHAMELEON_EV_FUSE		= 6,	/* whole object fused */
 	CHAMELEON_EV_PARTIAL_FUSE	= 7,	/* a smaller prefix of it fused */
 	CHAMELEON_EV_SPLIT		= 8,	/* borrowed CPUs given back (reason) */
+	CHAMELEON_EV_SLEEP		= 9,	/* a tagged task blocked */
+	CHAMELEON_EV_WAKE		= 10,	/* a tagged task became runnable */
 };
 
 enum chameleon_event_flags {

@@ -274,6 +274,10 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
+	/* The node manager frees the object of a long sleeper: tell it. */
+	if (tctx->woke && tctx->tagged)
+		emit(CHAMELEON_EV_WAKE, cpu, p);
+
 	a = task_assignment(p, tctx);
 	if (a) {
 		s32 rep = a->cpus[0];
@@ -431,8 +435,11 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 			split(cpu, CHAMELEON_SPLIT_SLEEP);
 		charge_tax(p, tctx, rc, now);
 	}
-	if (!runnable)
+	if (!runnable) {
 		tctx->woke = 1;
+		if (tctx->tagged)
+			emit(CHAMELEON_EV_SLEEP, cpu, p);
+	}
 }
 
 void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)

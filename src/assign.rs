@@ -12,11 +12,14 @@ use crate::scheduler::as_bytes;
 use crate::status::Status;
 use crate::tag::Props;
 use libbpf_rs::{MapCore, MapFlags};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use tracing::warn;
 
 pub const RECONCILE_EVERY: Duration = Duration::from_secs(1);
+/// A tagged task asleep this long gives its object up until it wakes: CPUs
+/// are not reserved for a thread that does not run (§4.3.5).
+pub const SLEEP_RELEASE: Duration = Duration::from_millis(100);
 
 pub struct Assigner {
     manager: NodeManager,
@@ -24,10 +27,15 @@ pub struct Assigner {
     tags: HashMap<u64, Props>,
     /// Tagged tasks alive: pid -> their cgroup's properties.
     requesters: HashMap<i32, Props>,
+    /// Tagged tasks asleep, since when; and those whose object was released for it.
+    asleep: HashMap<i32, Instant>,
+    dormant: HashSet<i32>,
     last_reconcile: Instant,
     /// Lowest procs_running seen since the last reconcile (filters blips).
     min_running: Option<usize>,
     status: Status,
+    /// Nodes come from the topology (not --node-cpus): re-read it on hotplug.
+    reread_topology: bool,
 }
 
 /// Nanoseconds on the clock bpf_ktime_get_ns() uses, to time decisions
@@ -46,14 +54,17 @@ fn procs_running() -> Option<usize> {
 }
 
 impl Assigner {
-    pub fn new(manager: NodeManager, tags: HashMap<u64, Props>, status: Status) -> Self {
+    pub fn new(manager: NodeManager, tags: HashMap<u64, Props>, status: Status, reread_topology: bool) -> Self {
         Assigner {
             manager,
             tags,
             requesters: HashMap::new(),
+            asleep: HashMap::new(),
+            dormant: HashSet::new(),
             last_reconcile: Instant::now(),
             min_running: None,
             status,
+            reread_topology,
         }
     }
 
@@ -113,14 +124,38 @@ impl Assigner {
                 _ => self.withdraw(ev.pid),
             },
             Kind::TaskExit => self.withdraw(ev.pid),
+            Kind::Sleep if self.requesters.contains_key(&ev.pid) => {
+                self.asleep.entry(ev.pid).or_insert_with(Instant::now);
+                Vec::new()
+            }
+            Kind::Wake => {
+                self.asleep.remove(&ev.pid);
+                match (self.dormant.remove(&ev.pid), self.requesters.get(&ev.pid)) {
+                    (true, Some(p)) => self.manager.request(ev.pid, Request { level: p.level, weight: p.weight }),
+                    _ => Vec::new(),
+                }
+            }
             Kind::CpuOffline if ev.cpu >= 0 => self.manager.set_online(ev.cpu as usize, false),
-            Kind::CpuOnline if ev.cpu >= 0 => self.manager.set_online(ev.cpu as usize, true),
+            Kind::CpuOnline if ev.cpu >= 0 => {
+                let cpu = ev.cpu as usize;
+                let mut changes = self.manager.set_online(cpu, true);
+                // Offline at start, so not in the topology we read: read it again.
+                if !self.manager.has_cpu(cpu) && self.reread_topology {
+                    match crate::node::from_topology() {
+                        Ok(nodes) => changes = self.manager.set_nodes(nodes),
+                        Err(e) => warn!("re-reading the topology after cpu{cpu} came online: {e:#}"),
+                    }
+                }
+                changes
+            }
             _ => Vec::new(),
         };
         self.publish(map, changes, Some(ev.ts_ns));
     }
 
     fn withdraw(&mut self, pid: i32) -> Vec<Change> {
+        self.asleep.remove(&pid);
+        self.dormant.remove(&pid);
         if self.requesters.remove(&pid).is_none() {
             return Vec::new();
         }
@@ -137,6 +172,17 @@ impl Assigner {
         if let Some(n) = procs_running() {
             self.min_running = Some(self.min_running.map_or(n, |m| m.min(n)));
         }
+        let sleepers: Vec<i32> = self
+            .asleep
+            .iter()
+            .filter(|(pid, since)| since.elapsed() >= SLEEP_RELEASE && !self.dormant.contains(pid))
+            .map(|(&pid, _)| pid)
+            .collect();
+        for pid in sleepers {
+            self.dormant.insert(pid);
+            let changes = self.manager.release(pid);
+            self.publish(map, changes, None);
+        }
         if self.last_reconcile.elapsed() < RECONCILE_EVERY {
             return;
         }
@@ -149,11 +195,14 @@ impl Assigner {
             .collect();
         for pid in &gone {
             self.requesters.remove(pid);
+            self.asleep.remove(pid);
+            self.dormant.remove(pid);
         }
         let mut changes = self.manager.reconcile(|pid| !gone.contains(&pid));
         // Runnable tasks other than the tagged ones and this agent.
         if let Some(running) = self.min_running.take() {
-            let untagged = running.saturating_sub(self.requesters.len() + 1);
+            let awake = self.requesters.len() - self.dormant.len();
+            let untagged = running.saturating_sub(awake + 1);
             changes.extend(self.manager.set_untagged_load(untagged));
         }
         self.publish(map, changes, None);

@@ -14,6 +14,8 @@ pub enum Kind {
     Fuse,
     PartialFuse,
     Split,
+    Sleep,
+    Wake,
     Unknown(u32),
 }
 
@@ -28,6 +30,8 @@ impl Kind {
             bpf_intf::chameleon_event_kind_CHAMELEON_EV_FUSE => Kind::Fuse,
             bpf_intf::chameleon_event_kind_CHAMELEON_EV_PARTIAL_FUSE => Kind::PartialFuse,
             bpf_intf::chameleon_event_kind_CHAMELEON_EV_SPLIT => Kind::Split,
+            bpf_intf::chameleon_event_kind_CHAMELEON_EV_SLEEP => Kind::Sleep,
+            bpf_intf::chameleon_event_kind_CHAMELEON_EV_WAKE => Kind::Wake,
             other => Kind::Unknown(other),
         }
     }
@@ -42,6 +46,8 @@ impl Kind {
             Kind::Fuse => "fuse",
             Kind::PartialFuse => "partial_fuse",
             Kind::Split => "split",
+            Kind::Sleep => "sleep",
+            Kind::Wake => "wake",
             Kind::Unknown(_) => "unknown",
         }
     }

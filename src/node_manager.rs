@@ -153,6 +153,30 @@ impl NodeManager {
         self.rebalance()
     }
 
+    /// Does any node hold this CPU?
+    pub fn has_cpu(&self, cpu: usize) -> bool {
+        self.nodes.iter().any(|n| n.slots.contains(&cpu))
+    }
+
+    /// New node layout (e.g. re-read after a CPU that was offline at start
+    /// came online). Objects that are still aligned blocks stay where they are.
+    pub fn set_nodes(&mut self, nodes: Vec<Node>) -> Vec<Change> {
+        self.nodes = nodes;
+        let mut places = BTreeMap::new();
+        for (&pid, o) in &self.objects {
+            let size = o.cpus.len();
+            for (n, node) in self.nodes.iter().enumerate() {
+                if let Some(start) = node.slots.iter().position(|&c| c == o.cpus[0]) {
+                    if start % size == 0 && node.slots.get(start..start + size) == Some(&o.cpus[..]) {
+                        places.insert(pid, Place { node: n, start, size });
+                    }
+                }
+            }
+        }
+        self.places = places;
+        self.rebalance()
+    }
+
     /// Runnable untagged tasks: that many CPUs stay native.
     pub fn set_untagged_load(&mut self, n: usize) -> Vec<Change> {
         if n == self.untagged_load {

@@ -208,3 +208,18 @@ fn supply_smaller_than_two_per_requester() {
     // Highest weights first: 3 and 2 get pairs, 1 runs natively.
     assert_eq!(sizes(&m, &[3, 2, 1]), vec![2, 2, 0]);
 }
+
+#[test]
+fn cpus_offline_at_start_join_their_node_when_they_come_online() {
+    // The topology listed only cpus 0-1 at start; 2-3 come online later and
+    // the node is re-read with all four.
+    let mut m = NodeManager::new(vec![Node { id: 0, slots: vec![0, 1] }], 0..2, 3);
+    m.request(1, L2);
+    assert_eq!(m.object(1).unwrap().cpus, vec![0, 1], "a pair is all there is");
+    assert!(!m.has_cpu(2));
+    m.set_online(2, true);
+    m.set_online(3, true);
+    m.set_nodes(vec![Node { id: 0, slots: vec![0, 1, 2, 3] }]);
+    assert_eq!(m.object(1).unwrap().cpus, vec![0, 1, 2, 3]);
+    check_invariants(&m);
+}

@@ -169,7 +169,7 @@ impl<'a> Scheduler<'a> {
             struct_ops,
             opts: opts.clone(),
             nr_cpus,
-            assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path)),
+            assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path), opts.node_cpus.is_none()),
         })
     }
 

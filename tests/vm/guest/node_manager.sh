@@ -31,6 +31,27 @@ scx_chameleon status | sed 's/^/   /'
 big=$(for p in $pids; do [ "$(size $p)" = 4 ] && echo $p; done)
 rest=$(for p in $pids; do [ "$p" != "$big" ] && echo $p; done)
 
+# wait_sizes "PIDS" "SIZES" WHAT: until the objects of PIDS have SIZES (sorted).
+wait_sizes() {
+	t0=$(now_ms)
+	while :; do
+		sizes=$(for p in $1; do size $p; done | sort -n | tr '\n' ' ')
+		[ "$sizes" = "$2" ] && return 0
+		[ $(( $(now_ms) - t0 )) -lt 5000 ] || { scx_chameleon status; fail "$3: '$sizes', expected '$2'"; }
+		sleep 0.1
+	done
+}
+# A task that sleeps (here: stopped) gives its object up after 100 ms and
+# asks again when it runs.
+kill -STOP "$big"
+wait_sizes "$rest" "4 4 " "while pid $big sleeps"
+ok "pid $big stopped: its CPUs went to the others (4 4)"
+kill -CONT "$big"
+wait_sizes "$pids" "2 2 4 " "after pid $big woke"
+ok "pid $big running again: objects 2 2 4"
+big=$(for p in $pids; do [ "$(size $p)" = 4 ] && echo $p; done)
+rest=$(for p in $pids; do [ "$p" != "$big" ] && echo $p; done)
+
 kill -9 "$big"
 t0=$(now_ms)
 while :; do
