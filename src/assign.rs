@@ -20,6 +20,8 @@ pub const RECONCILE_EVERY: Duration = Duration::from_secs(1);
 /// A tagged task asleep this long gives its object up until it wakes: CPUs
 /// are not reserved for a thread that does not run (§4.3.5).
 pub const SLEEP_RELEASE: Duration = Duration::from_millis(100);
+/// Reconciles in a row a new untagged load must be seen before it counts.
+const UNTAGGED_STEADY: u32 = 3;
 
 pub struct Assigner {
     manager: NodeManager,
@@ -33,6 +35,10 @@ pub struct Assigner {
     last_reconcile: Instant,
     /// Lowest procs_running seen since the last reconcile (filters blips).
     min_running: Option<usize>,
+    /// A different untagged-load estimate and how many reconciles in a row
+    /// saw it: applied only once it holds for UNTAGGED_STEADY of them, so a
+    /// shell or a short job does not make objects flap.
+    untagged_next: Option<(usize, u32)>,
     status: Status,
     /// Nodes come from the topology (not --node-cpus): re-read it on hotplug.
     reread_topology: bool,
@@ -63,6 +69,7 @@ impl Assigner {
             dormant: HashSet::new(),
             last_reconcile: Instant::now(),
             min_running: None,
+            untagged_next: None,
             status,
             reread_topology,
         }
@@ -203,7 +210,19 @@ impl Assigner {
         if let Some(running) = self.min_running.take() {
             let awake = self.requesters.len() - self.dormant.len();
             let untagged = running.saturating_sub(awake + 1);
-            changes.extend(self.manager.set_untagged_load(untagged));
+            if untagged == self.manager.untagged_load() {
+                self.untagged_next = None;
+            } else {
+                let seen = match self.untagged_next {
+                    Some((n, k)) if n == untagged => k + 1,
+                    _ => 1,
+                };
+                self.untagged_next = Some((untagged, seen));
+                if seen >= UNTAGGED_STEADY {
+                    self.untagged_next = None;
+                    changes.extend(self.manager.set_untagged_load(untagged));
+                }
+            }
         }
         self.publish(map, changes, None);
         self.status.write(&self.manager);

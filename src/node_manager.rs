@@ -177,6 +177,10 @@ impl NodeManager {
         self.rebalance()
     }
 
+    pub fn untagged_load(&self) -> usize {
+        self.untagged_load
+    }
+
     /// Runnable untagged tasks: that many CPUs stay native.
     pub fn set_untagged_load(&mut self, n: usize) -> Vec<Change> {
         if n == self.untagged_load {

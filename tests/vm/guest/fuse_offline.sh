@@ -7,11 +7,7 @@ make_cgroup seq
 start_agent --events --tag seq=level:1,tax:1
 spin -g /sys/fs/cgroup/seq 12 >/tmp/spin.out &
 a=$!
-t0=$(now_ms)
-until grep -q "fuse cpu=0 pid=$a .*cpus=0,1 " "$AGENT_LOG"; do
-	[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "pid $a never fused on {0,1}"
-	usleep 50000
-done
+wait_log "fuse cpu=0 pid=$a .*cpus=0,1 " 5000 "pid $a never fused on {0,1}"
 ok "pid $a fused on {0,1}"
 echo 0 >/sys/devices/system/cpu/cpu1/online || fail "cannot offline cpu1"
 sleep 2
@@ -19,11 +15,7 @@ sleep 2
 grep -q "split cpu=0 pid=$a .*reason=offline" "$AGENT_LOG" || fail "no split with reason offline"
 ok "borrowed cpu1 offlined: object split (reason offline), still enabled"
 grep -q "^assign pid=$a cpus=\[2, 3\]" "$AGENT_LOG" || fail "pid $a not moved to {2,3}"
-t0=$(now_ms)
-until grep -q "fuse cpu=2 pid=$a .*cpus=2,3 " "$AGENT_LOG"; do
-	[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "pid $a never fused on {2,3}"
-	usleep 50000
-done
+wait_log "fuse cpu=2 pid=$a .*cpus=2,3 " 5000 "pid $a never fused on {2,3}"
 ok "pid $a got {2,3} and fused there"
 echo 1 >/sys/devices/system/cpu/cpu1/online || fail "cannot online cpu1"
 wait $a || fail "spin failed"

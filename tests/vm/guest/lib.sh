@@ -83,3 +83,12 @@ fused_pct() {
 }
 
 count_events() { grep -c "^event  *$1 " "$AGENT_LOG"; }
+
+# wait_log PATTERN TIMEOUT_MS WHAT: until the agent log has a line matching PATTERN.
+wait_log() {
+	t0=$(now_ms)
+	until grep -q "$1" "$AGENT_LOG"; do
+		[ $(( $(now_ms) - t0 )) -lt "$2" ] || fail "$3"
+		usleep 50000
+	done
+}

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Node manager on 8 CPUs (4 cores x 2 threads): three CPU-bound tasks tagged
-# level 2 get objects of 4, 2 and 2 CPUs; when the one with 4 exits, the other
-# two hold 4 and 4, published within 100 ms of its exit (measured by the agent
-# from the BPF exit event to the map update).
+# level 2 get objects of 4, 2 and 2 CPUs; a task stopped for > 100 ms gives
+# its CPUs up and gets an object back when it runs; when the one with 4 exits,
+# the other two hold 4 and 4, published within 100 ms of its exit (measured by
+# the agent from the BPF exit event to the map update).
 . /opt/chameleon/guest/lib.sh
 
 [ "$(nproc)" = 8 ] || fail "needs 8 CPUs, has $(nproc)"
@@ -15,32 +16,35 @@ for i in 1 2 3; do
 	sleep 0.3
 done
 
-# size PID: CPUs in PID's object per `scx_chameleon status` (0: none).
+# Objects are read from one status snapshot at a time (/tmp/st).
+snapshot() { scx_chameleon status >/tmp/st 2>&1; }
+# size PID: CPUs in PID's object in the snapshot (0: none).
 size() {
-	scx_chameleon status | sed -n "s/^pid $1: .*-> \[\(.*\)\]$/\1/p" | awk -F, '{ print NF }'
+	sed -n "s/^pid $1: .*-> \[\(.*\)\]$/\1/p" /tmp/st | awk -F, '{ print NF }'
 }
-t0=$(now_ms)
-while :; do
-	sizes=$(for p in $pids; do size $p; done | sort -n | tr '\n' ' ')
-	[ "$sizes" = "2 2 4 " ] && break
-	[ $(( $(now_ms) - t0 )) -lt 10000 ] || { scx_chameleon status; fail "objects are '$sizes', expected 2 2 4"; }
-	sleep 0.2
-done
-ok "three level-2 tasks: objects of $sizes CPUs"
-scx_chameleon status | sed 's/^/   /'
-big=$(for p in $pids; do [ "$(size $p)" = 4 ] && echo $p; done)
-rest=$(for p in $pids; do [ "$p" != "$big" ] && echo $p; done)
-
 # wait_sizes "PIDS" "SIZES" WHAT: until the objects of PIDS have SIZES (sorted).
 wait_sizes() {
 	t0=$(now_ms)
 	while :; do
+		snapshot
 		sizes=$(for p in $1; do size $p; done | sort -n | tr '\n' ' ')
 		[ "$sizes" = "$2" ] && return 0
-		[ $(( $(now_ms) - t0 )) -lt 5000 ] || { scx_chameleon status; fail "$3: '$sizes', expected '$2'"; }
-		sleep 0.1
+		[ $(( $(now_ms) - t0 )) -lt 10000 ] || { cat /tmp/st; fail "$3: '$sizes', expected '$2'"; }
+		sleep 0.2
 	done
 }
+# pick_big: BIG = the pid with 4 CPUs in the last snapshot, REST = the others.
+pick_big() {
+	big=$(for p in $pids; do [ "$(size $p)" = 4 ] && echo $p; done)
+	rest=$(for p in $pids; do [ "$p" != "$big" ] && echo $p; done)
+	[ -n "$big" ] || { cat /tmp/st; fail "no 4-CPU object"; }
+}
+
+wait_sizes "$pids" "2 2 4 " "three level-2 tasks"
+ok "three level-2 tasks: objects of 2, 2 and 4 CPUs"
+sed 's/^/   /' /tmp/st
+pick_big
+
 # A task that sleeps (here: stopped) gives its object up after 100 ms and
 # asks again when it runs.
 kill -STOP "$big"
@@ -49,18 +53,11 @@ ok "pid $big stopped: its CPUs went to the others (4 4)"
 kill -CONT "$big"
 wait_sizes "$pids" "2 2 4 " "after pid $big woke"
 ok "pid $big running again: objects 2 2 4"
-big=$(for p in $pids; do [ "$(size $p)" = 4 ] && echo $p; done)
-rest=$(for p in $pids; do [ "$p" != "$big" ] && echo $p; done)
+pick_big
 
 kill -9 "$big"
-t0=$(now_ms)
-while :; do
-	sizes=$(for p in $rest; do size $p; done | sort -n | tr '\n' ' ')
-	[ "$sizes" = "4 4 " ] && break
-	[ $(( $(now_ms) - t0 )) -lt 5000 ] || { scx_chameleon status; fail "after the exit: '$sizes', expected 4 4"; }
-	sleep 0.1
-done
-scx_chameleon status | sed 's/^/   /'
+wait_sizes "$rest" "4 4 " "after pid $big exited"
+sed 's/^/   /' /tmp/st
 # The agent's own measure: the rebalance that withdrew $big's object.
 line=$(grep -A20 "^unassign pid=$big$" "$AGENT_LOG" | grep -m1 '^rebalanced ')
 us=${line##*after_us=}
