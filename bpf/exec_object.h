@@ -71,4 +71,18 @@ static inline u64 chameleon_vthread_place(u64 vruntime, u64 cpu_clock)
 	return chameleon_vtime_advance(vruntime, cpu_clock);
 }
 
+/*
+ * The object level a tag asks for, given its SMT class: `smt` tasks share
+ * their core and never fuse; `uni` ones want at least their SMT pair
+ * (Chameleon §5.5 treats a core as a fused object of its two threads).
+ */
+static inline u32 chameleon_tag_object_level(u32 level, u32 smt)
+{
+	if (smt == CHAMELEON_SMT_SMT)
+		return 0;
+	if (smt == CHAMELEON_SMT_UNI && level < 1)
+		return 1;
+	return level;
+}
+
 #endif /* __CHAMELEON_EXEC_OBJECT_H */

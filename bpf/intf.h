@@ -25,12 +25,24 @@ enum chameleon_consts {
 	CHAMELEON_MAX_ASSIGNED	= 8192,	/* tasks holding an object at once */
 };
 
-/* Requested properties of a cgroup's tasks (Chameleon §4.3.4); map `tags`. */
+/* SMT class of a tag (bi-modal SMT scheduling). */
+enum chameleon_smt {
+	CHAMELEON_SMT_ANY	= 0,	/* follow the level */
+	CHAMELEON_SMT_UNI	= 1,	/* run with the sibling idle: at least an SMT pair */
+	CHAMELEON_SMT_SMT	= 2,	/* share the core: never fuse */
+};
+
+/*
+ * Properties in force for a cgroup's tasks (Chameleon §4.3.4); map `tags`,
+ * keyed by cgroup id. The agent writes every cgroup's effective tag (its own
+ * or its nearest tagged ancestor's); cgroups created later inherit their
+ * parent's entry in cgroup_init().
+ */
 struct chameleon_tag {
 	u32	level;		/* 1..CHAMELEON_OBJ_MAX_LEVEL: object of 2^level CPUs */
 	u32	weight;		/* 1..10000: share of contended fast contexts */
 	u32	tax;		/* hundredths, 1..10000 (0.01 .. 100) */
-	u32	pad;
+	u32	smt;		/* enum chameleon_smt */
 };
 
 /*

@@ -455,6 +455,7 @@ void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 	}
 	u64 cgid = task_cgroup_id(p);
 	struct chameleon_tag *tag;
+	u32 level;
 
 	__builtin_memset(tctx, 0, sizeof(*tctx));
 	tctx->vcpu = cpu_valid(cpu) ? cpu : -1;
@@ -462,10 +463,11 @@ void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 	emit(CHAMELEON_EV_TASK_ENABLE, cpu, p);
 
 	tag = bpf_map_lookup_elem(&tags, &cgid);
-	if (tag && tag->level >= 1) {
+	level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
+	if (level) {
 		tctx->tagged = 1;
 		tctx->woke = 1;
-		emit_demand(p, cpu, cgid, tag->level);
+		emit_demand(p, cpu, cgid, level);
 	}
 }
 
@@ -505,7 +507,7 @@ void BPF_STRUCT_OPS(chameleon_cgroup_move, struct task_struct *p,
 	if (!tctx)
 		return;
 	tag = bpf_map_lookup_elem(&tags, &cgid);
-	level = tag ? tag->level : 0;
+	level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
 	if (!level && !tctx->tagged)
 		return;
 	if (!level && cpu_valid(cpu) && reps[CPU_IDX(cpu)].owner == p->pid)
@@ -513,6 +515,38 @@ void BPF_STRUCT_OPS(chameleon_cgroup_move, struct task_struct *p,
 	tctx->tagged = level > 0;
 	tctx->woke = 1;
 	emit_demand(p, cpu, cgid, level);
+}
+
+/*
+ * A new cgroup inherits its parent's tag in force (it has none of its own
+ * yet); the agent may overwrite it with the cgroup's own tag later.
+ */
+s32 BPF_STRUCT_OPS(chameleon_cgroup_init, struct cgroup *cgrp,
+		   struct scx_cgroup_init_args *args)
+{
+	struct chameleon_tag *tag;
+	struct cgroup *parent;
+	u64 id = cgrp->kn->id, pid;
+
+	if (cgrp->level < 1)
+		return 0;
+	parent = bpf_cgroup_ancestor(cgrp, cgrp->level - 1);
+	if (!parent)
+		return 0;
+	pid = parent->kn->id;
+	bpf_cgroup_release(parent);
+	tag = bpf_map_lookup_elem(&tags, &pid);
+	if (tag)
+		bpf_map_update_elem(&tags, &id, tag, BPF_NOEXIST);
+	return 0;
+}
+
+/* A removed cgroup's tag is dropped. */
+void BPF_STRUCT_OPS(chameleon_cgroup_exit, struct cgroup *cgrp)
+{
+	u64 id = cgrp->kn->id;
+
+	bpf_map_delete_elem(&tags, &id);
 }
 
 void BPF_STRUCT_OPS(chameleon_cpu_online, s32 cpu)
@@ -580,6 +614,8 @@ SCX_OPS_DEFINE(chameleon_ops,
 	       .tick		= (void *)chameleon_tick,
 	       .enable		= (void *)chameleon_enable,
 	       .disable		= (void *)chameleon_disable,
+	       .cgroup_init	= (void *)chameleon_cgroup_init,
+	       .cgroup_exit	= (void *)chameleon_cgroup_exit,
 	       .cgroup_move	= (void *)chameleon_cgroup_move,
 	       .cpu_online	= (void *)chameleon_cpu_online,
 	       .cpu_offline	= (void *)chameleon_cpu_offline,

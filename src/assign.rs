@@ -27,8 +27,8 @@ pub struct Assigner {
     manager: NodeManager,
     /// Tagged cgroups: id -> properties.
     tags: HashMap<u64, Props>,
-    /// Tagged tasks alive: pid -> their cgroup's properties.
-    requesters: HashMap<i32, Props>,
+    /// Tagged tasks alive: pid -> their cgroup's properties and object level.
+    requesters: HashMap<i32, (Props, u32)>,
     /// Tagged tasks asleep, since when; and those whose object was released for it.
     asleep: HashMap<i32, Instant>,
     dormant: HashSet<i32>,
@@ -101,7 +101,7 @@ impl Assigner {
             let key = ch.pid.to_ne_bytes();
             match &ch.object {
                 Some(o) => {
-                    let value = Self::value(o, self.requesters.get(&ch.pid));
+                    let value = Self::value(o, self.requesters.get(&ch.pid).map(|(p, _)| p));
                     println!("assign pid={} cpus={:?} gen={}", ch.pid, o.cpus, o.gen);
                     if let Err(e) = map.update(&key, as_bytes(&value), MapFlags::ANY) {
                         warn!("publishing the object of pid {}: {e}", ch.pid);
@@ -120,12 +120,37 @@ impl Assigner {
         self.status.write(&self.manager);
     }
 
-    pub fn handle(&mut self, ev: &Event, map: &dyn MapCore) {
+    /// The tag in force for a cgroup: known at start, or inherited by a
+    /// cgroup created since (BPF copied its parent's entry): read it there.
+    fn tag_of(&mut self, cgid: u64, tags: &dyn MapCore) -> Option<Props> {
+        if let Some(p) = self.tags.get(&cgid) {
+            return Some(*p);
+        }
+        let raw = tags.lookup(&cgid.to_ne_bytes(), MapFlags::ANY).ok()??;
+        if raw.len() < std::mem::size_of::<bpf_intf::chameleon_tag>() {
+            return None;
+        }
+        // SAFETY: the length was checked; chameleon_tag is plain integers.
+        let t: bpf_intf::chameleon_tag = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
+        let props = Props::from_bpf(&t).ok()?;
+        self.tags.insert(cgid, props);
+        Some(props)
+    }
+
+    pub fn handle(&mut self, ev: &Event, map: &dyn MapCore, tags: &dyn MapCore) {
         let changes = match ev.kind {
-            Kind::Demand => match self.tags.get(&ev.cgroup_id).copied() {
+            // ev.level is the object level BPF derived from the tag and SMT class.
+            Kind::Demand => match self.tag_of(ev.cgroup_id, tags) {
                 Some(props) if ev.level > 0 => {
-                    self.requesters.insert(ev.pid, props);
-                    self.manager.request(ev.pid, Request { level: props.level, weight: props.weight })
+                    let old = self.requesters.insert(ev.pid, (props, ev.level));
+                    let mut changes = self.manager.request(ev.pid, Request { level: ev.level, weight: props.weight });
+                    // Same CPUs but a new tax: BPF still needs the new value.
+                    if old.is_some_and(|(p, _)| p != props) && !changes.iter().any(|c| c.pid == ev.pid) {
+                        if let Some(o) = self.manager.object(ev.pid) {
+                            changes.push(Change { pid: ev.pid, object: Some(o.clone()) });
+                        }
+                    }
+                    changes
                 }
                 // Moved out of every tagged cgroup: it gives its object up.
                 _ => self.withdraw(ev.pid),
@@ -138,7 +163,7 @@ impl Assigner {
             Kind::Wake => {
                 self.asleep.remove(&ev.pid);
                 match (self.dormant.remove(&ev.pid), self.requesters.get(&ev.pid)) {
-                    (true, Some(p)) => self.manager.request(ev.pid, Request { level: p.level, weight: p.weight }),
+                    (true, Some(&(p, level))) => self.manager.request(ev.pid, Request { level, weight: p.weight }),
                     _ => Vec::new(),
                 }
             }

@@ -13,6 +13,7 @@ pub mod scheduler;
 pub mod stats;
 pub mod status;
 pub mod tag;
+pub mod tag_store;
 
 #[cfg(test)]
 mod node_manager_tests;

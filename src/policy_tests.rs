@@ -168,3 +168,18 @@ fn virtual_threads_keep_their_debt() {
         assert_eq!(host_vthread_place(500, 100), 500, "tax still owed stays owed");
     }
 }
+
+extern "C" {
+    fn host_tag_object_level(level: u32, smt: u32) -> u32;
+}
+
+#[test]
+fn smt_class_decides_the_object_level() {
+    use crate::bpf_intf::*;
+    unsafe {
+        assert_eq!(host_tag_object_level(2, chameleon_smt_CHAMELEON_SMT_ANY), 2);
+        assert_eq!(host_tag_object_level(2, chameleon_smt_CHAMELEON_SMT_SMT), 0, "shares its core");
+        assert_eq!(host_tag_object_level(0, chameleon_smt_CHAMELEON_SMT_UNI), 1, "at least its SMT pair");
+        assert_eq!(host_tag_object_level(3, chameleon_smt_CHAMELEON_SMT_UNI), 3);
+    }
+}

@@ -124,40 +124,33 @@ impl<'a> Scheduler<'a> {
         rodata.min_gran_ns = opts.min_gran_us * 1000;
 
         // Resolve tags before loading: a bad cgroup path fails here, cleanly.
-        let mut tag_entries = Vec::new();
+        // Tags in force: the ones stored on cgroups plus --tag, inherited by
+        // descendants without their own.
+        let mut extra = Vec::new();
         for t in &opts.tags {
-            let id = tag::cgroup_id(&t.path)?;
-            let value = bpf_intf::chameleon_tag {
-                level: t.props.level,
-                weight: t.props.weight,
-                tax: t.props.tax,
-                pad: 0,
-            };
-            tag_entries.push((id, value, t));
+            tag::cgroup_id(&t.path)?;
+            extra.push((t.path.clone(), t.props));
         }
+        let entries = crate::tag_store::scan(crate::tag_store::root(), &extra)?;
+        let tag_ids: HashMap<u64, tag::Props> =
+            entries.iter().filter_map(|e| Some((e.id, e.effective?))).collect();
         let nodes = match &opts.node_cpus {
             Some(spec) => crate::node::parse_nodes(spec, nr_cpus)?,
             None => crate::node::from_topology()?,
         };
         info!("nodes: {:?}", nodes.iter().map(|n| &n.slots).collect::<Vec<_>>());
         let manager = NodeManager::new(nodes, online_cpus()?, opts.max_level);
-        let tag_ids: HashMap<u64, tag::Props> = tag_entries.iter().map(|(id, _, t)| (*id, t.props)).collect();
 
         let mut skel = scx_ops_load!(skel, chameleon_ops, uei)?;
-        for (id, value, t) in &tag_entries {
+        for e in &entries {
+            let Some(props) = e.effective else { continue };
             skel.maps
                 .tags
-                .update(&id.to_ne_bytes(), as_bytes(value), MapFlags::ANY)
-                .with_context(|| format!("tagging cgroup {}", t.path.display()))?;
-            info!(
-                "tag {} (cgroup {}): level {} weight {} tax {}.{:02}",
-                t.path.display(),
-                id,
-                value.level,
-                value.weight,
-                value.tax / 100,
-                value.tax % 100
-            );
+                .update(&e.id.to_ne_bytes(), as_bytes(&props.to_bpf()), MapFlags::ANY)
+                .with_context(|| format!("tagging cgroup {}", e.path.display()))?;
+            if e.own.is_some() {
+                info!("tag {} (cgroup {}): {}", e.path.display(), e.id, props.encode());
+            }
         }
         let struct_ops = Some(scx_ops_attach!(skel, chameleon_ops)?);
         info!(
@@ -194,6 +187,7 @@ impl<'a> Scheduler<'a> {
             rb.build()?
         };
         let assignments = &self.skel.maps.assignments;
+        let tag_map = &self.skel.maps.tags;
         let assign = &mut self.assign;
         let drain = |assign: &mut Assigner, nr_events: &mut u64| {
             let evs: Vec<Event> = std::mem::take(&mut *queue.borrow_mut());
@@ -202,7 +196,7 @@ impl<'a> Scheduler<'a> {
                 if print_events {
                     println!("event {ev}");
                 }
-                assign.handle(ev, assignments);
+                assign.handle(ev, assignments, tag_map);
             }
         };
 

@@ -1,5 +1,7 @@
 //! Cgroup tags: "tasks of this cgroup want an execution object of level L,
-//! weight W, tax T" (Chameleon §4.3.4), parsed from `--tag CGROUP=level:L,weight:W,tax:T`.
+//! weight W, tax T, SMT class C" (Chameleon §4.3.4; bi-modal SMT), parsed and
+//! validated in one place for `--tag CGROUP=level:L,...`, `scx_chameleon tag`
+//! and the tag store. Every error names the field and its allowed range.
 
 use anyhow::{bail, Context, Result};
 use std::os::unix::fs::MetadataExt;
@@ -11,19 +13,134 @@ pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 /// Tax is fixed point in hundredths: 1 = 0.01, 100 = 1.00, 10000 = 100.
 pub const TAX_ONE: u32 = 100;
 
-/// What a tag asks for. Every property is optional; defaults: level 1, weight 1, tax 1.
+/// SMT class (bi-modal SMT scheduler): `uni` runs with its sibling idle (an
+/// SMT pair object, Chameleon §5.5), `smt` shares its core (never fuses),
+/// `any` follows the level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Smt {
+    #[default]
+    Any,
+    Uni,
+    Smt,
+}
+
+impl Smt {
+    pub fn parse(s: &str) -> Result<Smt> {
+        match s {
+            "any" => Ok(Smt::Any),
+            "uni" => Ok(Smt::Uni),
+            "smt" => Ok(Smt::Smt),
+            _ => bail!("smt {s:?}: expected uni, smt or any"),
+        }
+    }
+
+    /// The BPF value (enum chameleon_smt).
+    pub fn raw(self) -> u32 {
+        match self {
+            Smt::Any => crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_ANY,
+            Smt::Uni => crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_UNI,
+            Smt::Smt => crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_SMT,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Smt::Any => "any",
+            Smt::Uni => "uni",
+            Smt::Smt => "smt",
+        }
+    }
+}
+
+/// What a tag asks for. Every property is optional; defaults: level 1, weight 1, tax 1, smt any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Props {
     pub level: u32,
     pub weight: u32,
     /// Hundredths (see [`TAX_ONE`]).
     pub tax: u32,
+    pub smt: Smt,
 }
 
 impl Default for Props {
     fn default() -> Self {
-        Props { level: 1, weight: 1, tax: TAX_ONE }
+        Props { level: 1, weight: 1, tax: TAX_ONE, smt: Smt::Any }
     }
+}
+
+impl Props {
+    /// The BPF map value.
+    pub fn to_bpf(&self) -> crate::bpf_intf::chameleon_tag {
+        crate::bpf_intf::chameleon_tag { level: self.level, weight: self.weight, tax: self.tax, smt: self.smt.raw() }
+    }
+
+    /// Back from a BPF map value, validated like any other input.
+    pub fn from_bpf(t: &crate::bpf_intf::chameleon_tag) -> Result<Props> {
+        let smt = match t.smt {
+            crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_ANY => Smt::Any,
+            crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_UNI => Smt::Uni,
+            crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_SMT => Smt::Smt,
+            other => bail!("smt {other}: not a known SMT class"),
+        };
+        if !(1..=10_000).contains(&t.tax) {
+            bail!("tax {}: out of range", t.tax);
+        }
+        Ok(Props { level: parse_level(&t.level.to_string())?, weight: parse_weight(&t.weight.to_string())?, tax: t.tax, smt })
+    }
+
+    /// The stored form (cgroup xattr), versioned: "v1 level=2 weight=3 tax=1.00 smt=any".
+    pub fn encode(&self) -> String {
+        format!(
+            "v1 level={} weight={} tax={}.{:02} smt={}",
+            self.level,
+            self.weight,
+            self.tax / 100,
+            self.tax % 100,
+            self.smt.name()
+        )
+    }
+
+    /// Read the stored form back, validating every field.
+    pub fn decode(s: &str) -> Result<Props> {
+        let mut words = s.split_whitespace();
+        match words.next() {
+            Some("v1") => {}
+            other => bail!("stored tag {s:?}: unknown format {:?} (expected v1)", other.unwrap_or("")),
+        }
+        let mut p = Props::default();
+        for w in words {
+            let (k, v) = w.split_once('=').with_context(|| format!("stored tag {s:?}: {w:?} is not key=value"))?;
+            p.set(k, v)?;
+        }
+        Ok(p)
+    }
+
+    /// Set one property from text, with the field's own validation.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let v = value.trim();
+        match key.trim() {
+            "level" => self.level = parse_level(v)?,
+            "weight" => self.weight = parse_weight(v)?,
+            "tax" => self.tax = parse_tax(v)?,
+            "smt" => self.smt = Smt::parse(v)?,
+            other => bail!("unknown property {other:?}: expected level, weight, tax or smt"),
+        }
+        Ok(())
+    }
+}
+
+pub fn parse_level(v: &str) -> Result<u32> {
+    v.parse()
+        .ok()
+        .filter(|l| (1..=MAX_LEVEL).contains(l))
+        .with_context(|| format!("level {v:?}: expected an integer 1..={MAX_LEVEL} (object of 2^level CPUs)"))
+}
+
+pub fn parse_weight(v: &str) -> Result<u32> {
+    v.parse()
+        .ok()
+        .filter(|w| (1..=10_000).contains(w))
+        .with_context(|| format!("weight {v:?}: expected an integer 1..=10000"))
 }
 
 /// A tag on one cgroup.
@@ -53,32 +170,26 @@ pub fn parse_tax(s: &str) -> Result<u32> {
     Ok(tax)
 }
 
-/// Parse the `level:L,weight:W,tax:T` part.
+/// Parse the `level:L,weight:W,tax:T,smt:C` part.
 pub fn parse_props(s: &str) -> Result<Props> {
     let mut p = Props::default();
     for item in s.split(',').filter(|i| !i.is_empty()) {
         let (k, v) = item
             .split_once(':')
-            .with_context(|| format!("{item:?}: expected key:value (level, weight or tax)"))?;
-        match k.trim() {
-            "level" => {
-                p.level = v.trim().parse().ok().filter(|l| (1..=MAX_LEVEL).contains(l)).with_context(
-                    || format!("level {v:?}: expected 1..={MAX_LEVEL} (object of 2^level CPUs)"),
-                )?
-            }
-            "weight" => {
-                p.weight = v
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|w| (1..=10_000).contains(w))
-                    .with_context(|| format!("weight {v:?}: expected 1..=10000"))?
-            }
-            "tax" => p.tax = parse_tax(v.trim())?,
-            other => bail!("unknown property {other:?}: expected level, weight or tax"),
-        }
+            .with_context(|| format!("{item:?}: expected key:value (level, weight, tax or smt)"))?;
+        p.set(k, v)?;
     }
     Ok(p)
+}
+
+/// A cgroup path as users give it: absolute, or relative to the cgroup mount.
+pub fn cgroup_path(cg: &str) -> PathBuf {
+    let path = Path::new(cg);
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        Path::new(CGROUP_ROOT).join(path)
+    }
 }
 
 /// Parse `CGROUP=level:L,weight:W,tax:T`. CGROUP is a path under /sys/fs/cgroup
@@ -90,21 +201,29 @@ pub fn parse_tag(s: &str) -> Result<Tag> {
     if cg.is_empty() {
         bail!("tag {s:?}: empty cgroup path");
     }
-    let path = Path::new(cg);
-    let path = if path.is_absolute() { path.to_path_buf() } else { Path::new(CGROUP_ROOT).join(path) };
     let props = parse_props(props).with_context(|| format!("tag {s:?}"))?;
-    Ok(Tag { path, props })
+    Ok(Tag { path: cgroup_path(cg), props })
 }
 
+const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+
 /// The cgroup id the kernel uses for a cgroup2 directory: its inode number
-/// (what BPF reads as `cgrp->kn->id`).
+/// (what BPF reads as `cgrp->kn->id`). Refuses anything that is not a
+/// cgroup v2 directory, naming what is wrong.
 pub fn cgroup_id(path: &Path) -> Result<u64> {
-    let md = std::fs::metadata(path).with_context(|| format!("cgroup {}", path.display()))?;
+    let md = std::fs::metadata(path).with_context(|| format!("cgroup {}: no such cgroup", path.display()))?;
     if !md.is_dir() {
         bail!("cgroup {}: not a directory", path.display());
     }
-    if !path.join("cgroup.procs").exists() {
-        bail!("{}: not a cgroup2 directory (no cgroup.procs)", path.display());
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .with_context(|| format!("cgroup {}: bad path", path.display()))?;
+    // SAFETY: statfs fills the zeroed struct; c is a valid C string.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut fs) } != 0 {
+        bail!("cgroup {}: {}", path.display(), std::io::Error::last_os_error());
+    }
+    if fs.f_type as i64 != CGROUP2_SUPER_MAGIC {
+        bail!("cgroup {}: not on a cgroup v2 mount (cgroup v1 and other filesystems cannot be tagged)", path.display());
     }
     Ok(md.ino())
 }
@@ -125,11 +244,38 @@ mod tests {
         }
     }
 
+    fn err(r: Result<Props>) -> String {
+        format!("{:#}", r.unwrap_err())
+    }
+
+    #[test]
+    fn every_bad_value_names_its_field_and_range() {
+        assert!(err(parse_props("level:4")).contains("level \"4\": expected an integer 1..=3"));
+        assert!(err(parse_props("level:x")).contains("level \"x\""));
+        assert!(err(parse_props("weight:0")).contains("weight \"0\": expected an integer 1..=10000"));
+        assert!(err(parse_props("weight:1e3")).contains("weight"));
+        assert!(err(parse_props("tax:NaN")).contains("tax \"NaN\": expected a number from 0.01 to 100"));
+        assert!(err(parse_props("tax:inf")).contains("tax \"inf\""));
+        assert!(err(parse_props("tax:200")).contains("tax \"200\""));
+        assert!(err(parse_props("smt:half")).contains("smt \"half\": expected uni, smt or any"));
+        assert!(err(parse_props("speed:9")).contains("unknown property \"speed\""));
+    }
+
+    #[test]
+    fn stored_form_round_trips_and_is_validated() {
+        let p = Props { level: 2, weight: 7, tax: 1, smt: Smt::Uni };
+        assert_eq!(p.encode(), "v1 level=2 weight=7 tax=0.01 smt=uni");
+        assert_eq!(Props::decode(&p.encode()).unwrap(), p);
+        assert!(Props::decode("v2 level=1").is_err(), "unknown version");
+        assert!(Props::decode("v1 level=9").is_err(), "bad value");
+        assert!(Props::decode("v1 level").is_err(), "not key=value");
+    }
+
     #[test]
     fn props_defaults_and_errors() {
         assert_eq!(parse_props("").unwrap(), Props::default());
         let p = parse_props("level:2,weight:3,tax:0.01").unwrap();
-        assert_eq!(p, Props { level: 2, weight: 3, tax: 1 });
+        assert_eq!(p, Props { level: 2, weight: 3, tax: 1, smt: Smt::Any });
         assert!(parse_props("level:0").is_err());
         assert!(parse_props("level:4").is_err());
         assert!(parse_props("weight:0").is_err());

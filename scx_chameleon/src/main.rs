@@ -59,6 +59,31 @@ struct Cli {
 
 #[derive(Debug, clap::Subcommand)]
 enum Cmd {
+    /// Tag a cgroup (stored on the cgroup itself, as the xattr user.chameleon.tag):
+    /// its tasks, and those of descendants without their own tag, want an
+    /// execution object. Unset fields keep the cgroup's current value (or the default).
+    Tag {
+        /// cgroup v2 path, absolute or relative to /sys/fs/cgroup.
+        cgroup: String,
+        /// 1..3: an object of 2^level CPUs (default 1).
+        #[arg(long)]
+        level: Option<String>,
+        /// 1..10000: claim on contended CPUs (default 1).
+        #[arg(long)]
+        weight: Option<String>,
+        /// 0.01..100: cost of borrowed time (default 1).
+        #[arg(long)]
+        tax: Option<String>,
+        /// uni (sibling idle), smt (share the core, never fuse) or any (default).
+        #[arg(long)]
+        smt: Option<String>,
+    },
+    /// Remove a cgroup's own tag (descendants then inherit from above, if anything).
+    Untag {
+        cgroup: String,
+    },
+    /// List tagged cgroups: own tags and what descendants inherit.
+    Tags,
     /// Show the objects of the running scheduler.
     Status {
         /// Print the raw JSON.
@@ -81,14 +106,83 @@ fn status(path: &std::path::Path, json: bool) -> Result<()> {
     Ok(())
 }
 
+fn require_root(what: &str) -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        anyhow::bail!("{what} needs root (tags are stored on the cgroup and read by the scheduler)");
+    }
+    Ok(())
+}
+
+fn agent_note(status_file: &std::path::Path) -> String {
+    match chameleon::status::read(status_file) {
+        Ok(s) => format!("scx_chameleon (pid {}) is running: restart it to apply", s.agent_pid),
+        Err(_) => "scx_chameleon is not running: applies at its next start".into(),
+    }
+}
+
+fn tag_cmd(cgroup: &str, fields: [(&str, Option<String>); 4], status_file: &std::path::Path) -> Result<()> {
+    use chameleon::{tag, tag_store};
+    require_root("tagging")?;
+    let path = tag::cgroup_path(cgroup);
+    tag::cgroup_id(&path)?;
+    let mut props = tag_store::read(&path)?.unwrap_or_default();
+    for (key, value) in fields {
+        if let Some(v) = value {
+            props.set(key, &v)?;
+        }
+    }
+    tag_store::write(&path, &props)?;
+    println!("tagged {}: {}; {}", path.display(), props.encode(), agent_note(status_file));
+    Ok(())
+}
+
+fn untag_cmd(cgroup: &str, status_file: &std::path::Path) -> Result<()> {
+    use chameleon::{tag, tag_store};
+    require_root("untagging")?;
+    let path = tag::cgroup_path(cgroup);
+    if tag_store::remove(&path)? {
+        println!("untagged {}; {}", path.display(), agent_note(status_file));
+    } else {
+        println!("{} had no tag of its own", path.display());
+    }
+    Ok(())
+}
+
+fn tags_cmd() -> Result<()> {
+    use chameleon::tag_store;
+    for e in tag_store::scan(tag_store::root(), &[])? {
+        match (e.own, e.effective) {
+            (Some(p), _) => println!("{} (cgroup {}): {}", e.path.display(), e.id, p.encode()),
+            (None, Some(p)) => println!("{} (cgroup {}): {} (inherited)", e.path.display(), e.id, p.encode()),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn parse_tag(s: &str) -> Result<chameleon::tag::Tag, String> {
     chameleon::tag::parse_tag(s).map_err(|e| format!("{e:#}"))
 }
 
-fn main() -> Result<()> {
+fn main() {
+    // One line, the whole chain of context: "scx_chameleon: tag seq: level ...".
+    if let Err(e) = run() {
+        eprintln!("scx_chameleon: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
     let cli = Cli::parse();
-    if let Some(Cmd::Status { json }) = cli.cmd {
-        return status(&cli.status_file, json);
+    match cli.cmd {
+        Some(Cmd::Status { json }) => return status(&cli.status_file, json),
+        Some(Cmd::Tag { cgroup, level, weight, tax, smt }) => {
+            return tag_cmd(&cgroup, [("level", level), ("weight", weight), ("tax", tax), ("smt", smt)], &cli.status_file)
+        }
+        Some(Cmd::Untag { cgroup }) => return untag_cmd(&cgroup, &cli.status_file),
+        Some(Cmd::Tags) => return tags_cmd(),
+        None => {}
     }
     let filter = tracing_subscriber::EnvFilter::try_new(&cli.log_level)
         .with_context(|| format!("invalid --log-level {:?}", cli.log_level))?;

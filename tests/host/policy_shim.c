@@ -20,3 +20,4 @@ int host_may_borrow(int online, int idle, u64 vr, u64 curr) { return chameleon_m
 u32 host_fuse_size(u32 nr, u32 ok) { return chameleon_fuse_size(nr, ok); }
 int host_must_split(u64 fused, u64 gran, int has, u64 wv, u64 vr) { return chameleon_must_split(fused, gran, has, wv, vr); }
 u64 host_vthread_place(u64 vr, u64 clock) { return chameleon_vthread_place(vr, clock); }
+u32 host_tag_object_level(u32 level, u32 smt) { return chameleon_tag_object_level(level, smt); }

@@ -1,0 +1,80 @@
+#!/bin/sh
+# Tags stored on cgroups: `scx_chameleon tag/untag/tags`, validation with a
+# message naming the field, inheritance by child cgroups and override, tags in
+# force across agent restarts.
+. /opt/chameleon/guest/lib.sh
+
+make_cgroup seq
+echo "+cpu" >/sys/fs/cgroup/seq/cgroup.subtree_control || fail "cannot enable cpu in seq"
+make_cgroup seq/child
+
+# stored CGROUP_DIR: the tag stored on a cgroup, as other tools see it.
+stored() {
+	getfattr -n user.chameleon.tag "$1" 2>/dev/null | sed -n 's/^user.chameleon.tag="\(.*\)"$/\1/p'
+}
+
+# bad CMD... EXPECTED: must fail, print EXPECTED, and leave the tag alone.
+bad() {
+	want=$1; shift
+	before=$(stored /sys/fs/cgroup/seq)
+	out=$("$@" 2>&1) && fail "accepted: $* ($out)"
+	echo "$out" | grep -qF "$want" || fail "$*: message '$out' lacks '$want'"
+	after=$(stored /sys/fs/cgroup/seq)
+	[ "$before" = "$after" ] || fail "$*: the tag changed ($before -> $after)"
+	ok "refused: $* -> $(echo "$out" | tail -n 1)"
+}
+
+out=$(scx_chameleon tag seq --level 1 --tax 0.5) || fail "tag failed: $out"
+echo "$out" | grep -q "not running: applies at its next start" || fail "no note about the agent: $out"
+[ "$(stored /sys/fs/cgroup/seq)" = "v1 level=1 weight=1 tax=0.50 smt=any" ] ||
+	fail "stored tag is '$(stored /sys/fs/cgroup/seq)'"
+ok "$out"
+scx_chameleon tags | grep -q "^/sys/fs/cgroup/seq/child (cgroup [0-9]*): v1 level=1 .*(inherited)$" ||
+	fail "child does not inherit: $(scx_chameleon tags)"
+ok "child inherits: $(scx_chameleon tags | grep child)"
+
+bad 'level "9": expected an integer 1..=3' scx_chameleon tag seq --level 9
+bad 'weight "0": expected an integer 1..=10000' scx_chameleon tag seq --weight 0
+bad 'tax "NaN": expected a number from 0.01 to 100' scx_chameleon tag seq --tax NaN
+bad 'tax "inf"' scx_chameleon tag seq --tax inf
+bad 'tax "200"' scx_chameleon tag seq --tax 200
+bad 'tax "abc"' scx_chameleon tag seq --tax abc
+bad 'smt "half": expected uni, smt or any' scx_chameleon tag seq --smt half
+bad 'cgroup /sys/fs/cgroup/nope: no such cgroup' scx_chameleon tag nope --level 1
+bad 'not on a cgroup v2 mount' scx_chameleon tag /tmp --level 1
+bad 'needs root' runas 65534 scx_chameleon tag seq --level 2
+
+# The agent applies stored tags at start; the child inherits the tax.
+start_agent --events
+spin -g /sys/fs/cgroup/seq/child 3 >/dev/null
+wait_log "fuse cpu=[0-9]* pid=[0-9]* cgroup=$(stat -c %i /sys/fs/cgroup/seq/child) " 1000 "a task of the child cgroup did not fuse"
+ok "a task in seq/child fused under the inherited tag"
+# A cgroup created while the agent runs inherits too (BPF cgroup_init).
+make_cgroup seq/late
+spin -g /sys/fs/cgroup/seq/late 2 >/dev/null
+wait_log "fuse cpu=[0-9]* pid=[0-9]* cgroup=$(stat -c %i /sys/fs/cgroup/seq/late) " 1000 "a task of a new child cgroup did not fuse"
+ok "a task in seq/late (created after start) fused under the inherited tag"
+rmdir /sys/fs/cgroup/seq/late
+stop_agent
+
+# The child overrides: it shares its core (smt) and never fuses.
+scx_chameleon tag seq/child --smt smt >/dev/null || fail "tag child failed"
+start_agent --events
+spin -g /sys/fs/cgroup/seq/child 2 >/dev/null
+spin -g /sys/fs/cgroup/seq 2 >/dev/null
+stop_agent
+grep -q "fuse .*cgroup=$(stat -c %i /sys/fs/cgroup/seq/child) " "$AGENT_LOG" && fail "child fused despite smt=smt"
+grep -q "fuse .*cgroup=$(stat -c %i /sys/fs/cgroup/seq) " "$AGENT_LOG" || fail "seq no longer fuses after a restart"
+ok "after a restart: seq still fuses, seq/child (smt=smt) does not"
+
+# Untagged: nothing fuses at the next start; removing a cgroup drops its tag.
+scx_chameleon untag seq | grep -q "^untagged" || fail "untag failed"
+scx_chameleon untag seq/child >/dev/null
+start_agent --events
+spin -g /sys/fs/cgroup/seq 2 >/dev/null
+stop_agent
+grep -q "^event  *fuse " "$AGENT_LOG" && fail "fused after untag"
+ok "untagged: no fuse"
+rmdir /sys/fs/cgroup/seq/child
+scx_chameleon tags | grep -q child && fail "removed cgroup still listed"
+pass
