@@ -57,7 +57,7 @@ struct rep_ctx {
 	s32	owner;			/* pid of the fused task */
 	u32	pending;		/* borrowed positions not yet idle / back */
 	u32	pending_kind;		/* event to emit when pending drains */
-	u32	pad;
+	u32	generation;		/* of the assignment it was fused from */
 	u64	owner_cgid;
 	u64	decision_at;		/* of the fuse or split in flight */
 	u64	decision_cost;
@@ -319,6 +319,7 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	supersede(cpu, rc, t0);
 	rc->nr_cpus = size;
 	rc->nr_requested = nr;
+	rc->generation = a->generation;
 	rc->owner = p->pid;
 	rc->owner_cgid = task_cgroup_id(p);
 	rc->fused_at = t0;

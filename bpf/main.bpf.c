@@ -64,6 +64,11 @@ struct cpu_ctx {
 struct cpu_ctx cpu_ctxs[CHAMELEON_MAX_CPUS];
 struct chameleon_cpu_stats cpu_stats[CHAMELEON_MAX_CPUS];
 u64 nr_cpu_online_events, nr_cpu_offline_events, nr_events_dropped;
+/*
+ * Bumped by the agent after it rewrote tags at run time: each task compares
+ * it with its own copy at its next enqueue and re-reads its tag if stale.
+ */
+u64 tags_gen;
 
 struct task_ctx {
 	u64	started_at;	/* when it last started running */
@@ -73,6 +78,7 @@ struct task_ctx {
 	u8	pad[2];
 	u32	assign_gen;	/* generation of the object vruntimes[] refer to */
 	u32	tax;		/* hundredths, from the assignment */
+	u64	tags_gen;	/* tags_gen when its tag was last read */
 	u64	run_ns;
 	u64	fused_ns;
 	/* Virtual threads: its place in the queue of each CPU of its object. */
@@ -229,6 +235,28 @@ static void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 
 #include "exec_object.bpf.h"
 
+/*
+ * The tag in force for @p may have changed (cgroup @cgid's entry, or the
+ * task moved): tell the agent (DEMAND with the object level, 0 = no longer
+ * wants one). A fused object it may no longer hold is split now; the agent
+ * withdraws it shortly.
+ */
+static void retag(struct task_struct *p, struct task_ctx *tctx, u64 cgid)
+{
+	struct chameleon_tag *tag = bpf_map_lookup_elem(&tags, &cgid);
+	u32 level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	tctx->tags_gen = tags_gen;
+	if (!level && !tctx->tagged)
+		return;
+	if (!level && cpu_valid(cpu) && reps[CPU_IDX(cpu)].owner == p->pid)
+		split(cpu, CHAMELEON_SPLIT_RETAG);
+	tctx->tagged = level > 0;
+	tctx->woke = 1;
+	emit_demand(p, cpu, cgid, level);
+}
+
 s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
@@ -273,6 +301,9 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_dsq_insert(p, SCX_DSQ_GLOBAL, slice_ns, enq_flags);
 		return;
 	}
+
+	if (tctx->tags_gen != tags_gen)
+		retag(p, tctx, task_cgroup_id(p));
 
 	/* The node manager frees the object of a long sleeper: tell it. */
 	if (tctx->woke && tctx->tagged)
@@ -396,6 +427,7 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
+	struct chameleon_assignment *a;
 	struct task_ctx *tctx;
 	struct rep_ctx *rc;
 	u64 now;
@@ -408,7 +440,13 @@ void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 		return;
 	now = bpf_ktime_get_ns();
 	charge_tax(p, tctx, rc, now);
-	if (rc->state == REP_FUSED && waiter_due(rc, tctx, now))
+	if (rc->state != REP_FUSED)
+		return;
+	/* The node manager took the object away or gave it other CPUs. */
+	a = task_assignment(p, tctx);
+	if (!a || a->generation != rc->generation)
+		split(cpu, CHAMELEON_SPLIT_RETAG);
+	else if (waiter_due(rc, tctx, now))
 		split(cpu, CHAMELEON_SPLIT_TICK);
 }
 
@@ -458,6 +496,7 @@ void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 	u32 level;
 
 	__builtin_memset(tctx, 0, sizeof(*tctx));
+	tctx->tags_gen = tags_gen;
 	tctx->vcpu = cpu_valid(cpu) ? cpu : -1;
 	p->scx.dsq_vtime = cpu_valid(cpu) ? cpu_ctxs[CPU_IDX(cpu)].vclock : 0;
 	emit(CHAMELEON_EV_TASK_ENABLE, cpu, p);
@@ -490,31 +529,14 @@ void BPF_STRUCT_OPS(chameleon_disable, struct task_struct *p)
 	emit_exit(p, cpu, run, fused, tctx && tctx->tagged);
 }
 
-/*
- * A task moved to another cgroup: its tag may have changed. Tell the agent
- * (DEMAND with the new level, 0 = no longer wants an object); a fused object
- * it no longer may hold is split now, the agent withdraws it shortly.
- */
+/* A task moved to another cgroup: during the move it still points at the old one. */
 void BPF_STRUCT_OPS(chameleon_cgroup_move, struct task_struct *p,
 		    struct cgroup *from, struct cgroup *to)
 {
 	struct task_ctx *tctx = task_ctx(p);
-	struct chameleon_tag *tag;
-	u64 cgid = to->kn->id;
-	s32 cpu = scx_bpf_task_cpu(p);
-	u32 level;
 
-	if (!tctx)
-		return;
-	tag = bpf_map_lookup_elem(&tags, &cgid);
-	level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
-	if (!level && !tctx->tagged)
-		return;
-	if (!level && cpu_valid(cpu) && reps[CPU_IDX(cpu)].owner == p->pid)
-		split(cpu, CHAMELEON_SPLIT_RETAG);
-	tctx->tagged = level > 0;
-	tctx->woke = 1;
-	emit_demand(p, cpu, cgid, level);
+	if (tctx)
+		retag(p, tctx, to->kn->id);
 }
 
 /*

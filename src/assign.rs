@@ -102,7 +102,14 @@ impl Assigner {
             match &ch.object {
                 Some(o) => {
                     let value = Self::value(o, self.requesters.get(&ch.pid).map(|(p, _)| p));
-                    println!("assign pid={} cpus={:?} gen={}", ch.pid, o.cpus, o.gen);
+                    println!(
+                        "assign pid={} cpus={:?} gen={} tax={}.{:02}",
+                        ch.pid,
+                        o.cpus,
+                        o.gen,
+                        value.tax / 100,
+                        value.tax % 100
+                    );
                     if let Err(e) = map.update(&key, as_bytes(&value), MapFlags::ANY) {
                         warn!("publishing the object of pid {}: {e}", ch.pid);
                     }
@@ -192,6 +199,16 @@ impl Assigner {
             return Vec::new();
         }
         self.manager.release(pid)
+    }
+
+    /// The tags in force, by cgroup id.
+    pub fn tags(&self) -> &HashMap<u64, Props> {
+        &self.tags
+    }
+
+    /// Tags were re-read: BPF re-announces every task whose tag may differ.
+    pub fn set_tags(&mut self, tags: HashMap<u64, Props>) {
+        self.tags = tags;
     }
 
     pub fn remove_status(&self) {

@@ -144,7 +144,7 @@ impl fmt::Display for Event {
                 if self.superseded {
                     write!(f, " superseded")?;
                 }
-                Ok(())
+                write!(f, " ts_ns={}", self.ts_ns)
             }
             Kind::CpuOnline | Kind::CpuOffline => Ok(()),
             _ => {

@@ -6,6 +6,7 @@ pub mod assign;
 pub mod bpf_intf;
 #[allow(clippy::all)]
 pub mod bpf_skel;
+pub mod control;
 pub mod event;
 pub mod node;
 pub mod node_manager;

@@ -10,6 +10,7 @@ use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::assign::Assigner;
 use crate::event::Event;
 use crate::node_manager::NodeManager;
+use crate::control::{Op, Response, Server};
 use crate::status::Status;
 use crate::stats::Totals;
 use crate::tag::{self, Tag};
@@ -46,6 +47,8 @@ pub struct Opts {
     pub max_level: u32,
     /// Where the status file goes.
     pub status_path: std::path::PathBuf,
+    /// The control socket.
+    pub control_path: std::path::PathBuf,
 }
 
 impl Default for Opts {
@@ -59,6 +62,7 @@ impl Default for Opts {
             node_cpus: None,
             max_level: bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_LEVEL,
             status_path: crate::status::DEFAULT_PATH.into(),
+            control_path: crate::control::DEFAULT_PATH.into(),
         }
     }
 }
@@ -89,6 +93,34 @@ pub struct Scheduler<'a> {
     opts: Opts,
     nr_cpus: usize,
     assign: Assigner,
+    /// Tags from --tag (in force for this run, on top of the stored ones).
+    extra: Vec<(std::path::PathBuf, tag::Props)>,
+    control: Server,
+}
+
+/// Write every cgroup's tag in force (stored ones and `extra`, inherited by
+/// descendants without their own) into the BPF map; drop entries of
+/// `previous` no longer in force. Returns the new set.
+fn apply_tags(
+    map: &dyn MapCore,
+    extra: &[(std::path::PathBuf, tag::Props)],
+    previous: &HashMap<u64, tag::Props>,
+) -> Result<HashMap<u64, tag::Props>> {
+    let entries = crate::tag_store::scan(crate::tag_store::root(), extra)?;
+    let mut now = HashMap::new();
+    for e in &entries {
+        let Some(props) = e.effective else { continue };
+        map.update(&e.id.to_ne_bytes(), as_bytes(&props.to_bpf()), MapFlags::ANY)
+            .with_context(|| format!("tagging cgroup {}", e.path.display()))?;
+        if e.own.is_some() {
+            info!("tag {} (cgroup {}): {}", e.path.display(), e.id, props.encode());
+        }
+        now.insert(e.id, props);
+    }
+    for id in previous.keys().filter(|id| !now.contains_key(id)) {
+        let _ = map.delete(&id.to_ne_bytes());
+    }
+    Ok(now)
 }
 
 /// The bytes of a plain-old-data value shared with BPF.
@@ -131,9 +163,6 @@ impl<'a> Scheduler<'a> {
             tag::cgroup_id(&t.path)?;
             extra.push((t.path.clone(), t.props));
         }
-        let entries = crate::tag_store::scan(crate::tag_store::root(), &extra)?;
-        let tag_ids: HashMap<u64, tag::Props> =
-            entries.iter().filter_map(|e| Some((e.id, e.effective?))).collect();
         let nodes = match &opts.node_cpus {
             Some(spec) => crate::node::parse_nodes(spec, nr_cpus)?,
             None => crate::node::from_topology()?,
@@ -141,17 +170,10 @@ impl<'a> Scheduler<'a> {
         info!("nodes: {:?}", nodes.iter().map(|n| &n.slots).collect::<Vec<_>>());
         let manager = NodeManager::new(nodes, online_cpus()?, opts.max_level);
 
-        let mut skel = scx_ops_load!(skel, chameleon_ops, uei)?;
-        for e in &entries {
-            let Some(props) = e.effective else { continue };
-            skel.maps
-                .tags
-                .update(&e.id.to_ne_bytes(), as_bytes(&props.to_bpf()), MapFlags::ANY)
-                .with_context(|| format!("tagging cgroup {}", e.path.display()))?;
-            if e.own.is_some() {
-                info!("tag {} (cgroup {}): {}", e.path.display(), e.id, props.encode());
-            }
-        }
+        let control = Server::bind(&opts.control_path)?;
+        let skel = scx_ops_load!(skel, chameleon_ops, uei)?;
+        let tag_ids = apply_tags(&skel.maps.tags, &extra, &HashMap::new())?;
+        let mut skel = skel;
         let struct_ops = Some(scx_ops_attach!(skel, chameleon_ops)?);
         info!(
             "scx_chameleon attached: {} CPUs, slice {} us, min granularity {} us",
@@ -163,6 +185,8 @@ impl<'a> Scheduler<'a> {
             opts: opts.clone(),
             nr_cpus,
             assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path), opts.node_cpus.is_none()),
+            extra,
+            control,
         })
     }
 
@@ -189,6 +213,30 @@ impl<'a> Scheduler<'a> {
         let assignments = &self.skel.maps.assignments;
         let tag_map = &self.skel.maps.tags;
         let assign = &mut self.assign;
+        let extra = &self.extra;
+        let control = &self.control;
+        // BPF reads tags_gen at every enqueue; only this loop writes it.
+        let tags_gen: *mut u64 = &mut self.skel.maps.bss_data.as_mut().expect(".bss is mapped").tags_gen;
+        let serve = |assign: &mut Assigner| {
+            control.serve(|req| match &req.op {
+                Op::Ping => Response::ok(format!("scx_chameleon {} pid {}", env!("CARGO_PKG_VERSION"), std::process::id())),
+                Op::Reload { cgroup } => {
+                    if let Err(e) = tag::cgroup_id(cgroup) {
+                        return Response::err(format!("{e:#}"));
+                    }
+                    match apply_tags(tag_map, extra, assign.tags()) {
+                        Ok(now) => {
+                            let n = now.len();
+                            assign.set_tags(now);
+                            // SAFETY: tags_gen points into the mmapped .bss, which lives as long as the skeleton.
+                            unsafe { tags_gen.write_volatile(tags_gen.read_volatile().wrapping_add(1)) };
+                            Response::ok(format!("{n} cgroups tagged"))
+                        }
+                        Err(e) => Response::err(format!("{e:#}")),
+                    }
+                }
+            })
+        };
         let drain = |assign: &mut Assigner, nr_events: &mut u64| {
             let evs: Vec<Event> = std::mem::take(&mut *queue.borrow_mut());
             for ev in &evs {
@@ -205,12 +253,14 @@ impl<'a> Scheduler<'a> {
         let mut last_print = Instant::now();
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             // EINTR from a signal is how SIGINT/SIGTERM reach us: not an error.
-            if let Err(e) = rb.poll(Duration::from_millis(100)) {
+            // Short enough for a tag to apply within ~20 ms of its request.
+            if let Err(e) = rb.poll(Duration::from_millis(20)) {
                 if e.kind() != libbpf_rs::ErrorKind::Interrupted {
                     return Err(e).context("polling the event ring buffer");
                 }
             }
             drain(assign, &mut nr_events);
+            serve(assign);
             assign.tick(assignments);
             if let Some(every) = stats_interval {
                 if last_print.elapsed() >= every {

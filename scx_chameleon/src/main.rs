@@ -25,6 +25,10 @@ struct Cli {
     #[arg(long, default_value_t = 3)]
     max_level: u32,
 
+    /// The agent's control socket (tag/untag apply through it at once).
+    #[arg(long, default_value = chameleon::control::DEFAULT_PATH)]
+    control_socket: std::path::PathBuf,
+
     /// Where the agent writes its status (read by `scx_chameleon status`).
     #[arg(long, default_value = chameleon::status::DEFAULT_PATH)]
     status_file: std::path::PathBuf,
@@ -114,14 +118,20 @@ fn require_root(what: &str) -> Result<()> {
     Ok(())
 }
 
-fn agent_note(status_file: &std::path::Path) -> String {
-    match chameleon::status::read(status_file) {
-        Ok(s) => format!("scx_chameleon (pid {}) is running: restart it to apply", s.agent_pid),
-        Err(_) => "scx_chameleon is not running: applies at its next start".into(),
+/// Tell a running agent to re-read the tags of `path`; say what happened.
+fn apply_now(socket: &std::path::Path, path: &std::path::Path) -> Result<String> {
+    use chameleon::control::{send, Op};
+    if !socket.exists() {
+        return Ok("scx_chameleon is not running: applies at its next start".into());
+    }
+    match send(socket, Op::Reload { cgroup: path.to_path_buf() }) {
+        Ok(r) if r.ok => Ok(format!("applied by the running scheduler ({})", r.detail.unwrap_or_default())),
+        Ok(r) => anyhow::bail!("stored, but the running scheduler refused it: {}", r.error.unwrap_or_default()),
+        Err(_) => Ok("scx_chameleon is not running: applies at its next start".into()),
     }
 }
 
-fn tag_cmd(cgroup: &str, fields: [(&str, Option<String>); 4], status_file: &std::path::Path) -> Result<()> {
+fn tag_cmd(cgroup: &str, fields: [(&str, Option<String>); 4], socket: &std::path::Path) -> Result<()> {
     use chameleon::{tag, tag_store};
     require_root("tagging")?;
     let path = tag::cgroup_path(cgroup);
@@ -133,16 +143,16 @@ fn tag_cmd(cgroup: &str, fields: [(&str, Option<String>); 4], status_file: &std:
         }
     }
     tag_store::write(&path, &props)?;
-    println!("tagged {}: {}; {}", path.display(), props.encode(), agent_note(status_file));
+    println!("tagged {}: {}; {}", path.display(), props.encode(), apply_now(socket, &path)?);
     Ok(())
 }
 
-fn untag_cmd(cgroup: &str, status_file: &std::path::Path) -> Result<()> {
+fn untag_cmd(cgroup: &str, socket: &std::path::Path) -> Result<()> {
     use chameleon::{tag, tag_store};
     require_root("untagging")?;
     let path = tag::cgroup_path(cgroup);
     if tag_store::remove(&path)? {
-        println!("untagged {}; {}", path.display(), agent_note(status_file));
+        println!("untagged {}; {}", path.display(), apply_now(socket, &path)?);
     } else {
         println!("{} had no tag of its own", path.display());
     }
@@ -178,9 +188,9 @@ fn run() -> Result<()> {
     match cli.cmd {
         Some(Cmd::Status { json }) => return status(&cli.status_file, json),
         Some(Cmd::Tag { cgroup, level, weight, tax, smt }) => {
-            return tag_cmd(&cgroup, [("level", level), ("weight", weight), ("tax", tax), ("smt", smt)], &cli.status_file)
+            return tag_cmd(&cgroup, [("level", level), ("weight", weight), ("tax", tax), ("smt", smt)], &cli.control_socket)
         }
-        Some(Cmd::Untag { cgroup }) => return untag_cmd(&cgroup, &cli.status_file),
+        Some(Cmd::Untag { cgroup }) => return untag_cmd(&cgroup, &cli.control_socket),
         Some(Cmd::Tags) => return tags_cmd(),
         None => {}
     }
@@ -206,6 +216,7 @@ fn run() -> Result<()> {
         node_cpus: cli.node_cpus,
         max_level: cli.max_level,
         status_path: cli.status_file,
+        control_path: cli.control_socket,
     };
     opts.validate()?;
 

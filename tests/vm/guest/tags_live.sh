@@ -1,0 +1,50 @@
+#!/bin/sh
+# Live tags through the control socket: tagging the cgroup of a running
+# CPU-bound task makes it fuse within 100 ms of the CLI's return; untagging
+# splits it; moving the task between tagged cgroups changes its tax and level.
+. /opt/chameleon/guest/lib.sh
+
+for g in seq taxed cheap quad; do make_cgroup $g; done
+start_agent --events
+spin -g /sys/fs/cgroup/seq 20 >/dev/null &
+a=$!
+sleep 1
+grep -q "fuse .*pid=$a " "$AGENT_LOG" && fail "fused before being tagged"
+
+out=$(scx_chameleon tag seq --level 1 --tax 1) || fail "tag: $out"
+t1=$(now_ns)
+echo "$out" | grep -q "applied by the running scheduler" || fail "not applied live: $out"
+ok "$out"
+wait_log "fuse cpu=[0-9]* pid=$a " 2000 "pid $a did not fuse after the tag"
+# The fuse event carries its BPF timestamp (CLOCK_MONOTONIC, like now_ns).
+ts=$(grep -m1 "^event  *fuse .*pid=$a " "$AGENT_LOG" | sed -n 's/.* ts_ns=\([0-9]*\).*/\1/p')
+[ -n "$ts" ] || fail "fuse event without ts_ns"
+us=$(( (ts - t1) / 1000 ))
+[ "$us" -ge 0 ] || us=0
+ok "pid $a fused ${us} us after the CLI returned"
+[ "$us" -le 100000 ] || fail "fused ${us} us after the tag (> 100 ms)"
+
+scx_chameleon untag seq >/dev/null || fail "untag failed"
+wait_log "^unassign pid=$a$" 2000 "object not withdrawn after untag"
+sleep 0.3
+n=$(grep -c "^event  *fuse .*pid=$a " "$AGENT_LOG")
+sleep 1
+[ "$(grep -c "^event  *fuse .*pid=$a " "$AGENT_LOG")" = "$n" ] || fail "still fusing after untag"
+grep -E "^event  *(fuse|split) .*pid=$a " "$AGENT_LOG" | tail -n 1 | grep -q "split" || fail "last object event is not a split"
+ok "untag: object withdrawn, last event a split ($(grep -E "^event  *split .*pid=$a " "$AGENT_LOG" | tail -n 1 | sed 's/.*reason=\([a-z]*\).*/\1/')), no fuse since"
+
+scx_chameleon tag taxed --level 1 --tax 100 >/dev/null
+scx_chameleon tag cheap --level 1 --tax 0.01 >/dev/null
+scx_chameleon tag quad --level 2 >/dev/null
+echo $a >/sys/fs/cgroup/taxed/cgroup.procs
+wait_log "^assign pid=$a .* tax=100.00" 2000 "tax did not follow to 100"
+echo $a >/sys/fs/cgroup/cheap/cgroup.procs
+wait_log "^assign pid=$a .* tax=0.01" 2000 "tax did not follow to 0.01"
+ok "moved taxed -> cheap: tax 100 -> 0.01"
+echo $a >/sys/fs/cgroup/quad/cgroup.procs
+wait_log "^assign pid=$a cpus=\[0, 1, 2, 3\]" 2000 "level did not follow to 2"
+ok "moved to quad: object of 4 CPUs"
+kill $a
+agent_alive || fail "agent died"
+stop_agent
+pass
