@@ -9,7 +9,7 @@ use crate::bpf_intf;
 use crate::event::{Event, Kind};
 use crate::node_manager::{Change, NodeManager, Object, Request};
 use crate::scheduler::as_bytes;
-use crate::status::Status;
+use crate::status::{Live, Status};
 use crate::tag::Props;
 use libbpf_rs::{MapCore, MapFlags};
 use std::collections::{HashMap, HashSet};
@@ -27,8 +27,8 @@ pub struct Assigner {
     manager: NodeManager,
     /// Tagged cgroups: id -> properties.
     tags: HashMap<u64, Props>,
-    /// Tagged tasks alive: pid -> their cgroup's properties and object level.
-    requesters: HashMap<i32, (Props, u32)>,
+    /// Tagged tasks alive: pid -> their cgroup's properties, object level, cgroup id.
+    requesters: HashMap<i32, (Props, u32, u64)>,
     /// Tagged tasks asleep, since when; and those whose object was released for it.
     asleep: HashMap<i32, Instant>,
     dormant: HashSet<i32>,
@@ -40,6 +40,8 @@ pub struct Assigner {
     /// shell or a short job does not make objects flap.
     untagged_next: Option<(usize, u32)>,
     status: Status,
+    /// Something changed since the status file was last written.
+    dirty: bool,
     /// Nodes come from the topology (not --node-cpus): re-read it on hotplug.
     reread_topology: bool,
 }
@@ -71,6 +73,7 @@ impl Assigner {
             min_running: None,
             untagged_next: None,
             status,
+            dirty: true,
             reread_topology,
         }
     }
@@ -101,7 +104,7 @@ impl Assigner {
             let key = ch.pid.to_ne_bytes();
             match &ch.object {
                 Some(o) => {
-                    let value = Self::value(o, self.requesters.get(&ch.pid).map(|(p, _)| p));
+                    let value = Self::value(o, self.requesters.get(&ch.pid).map(|(p, _, _)| p));
                     println!(
                         "assign pid={} cpus={:?} gen={} tax={}.{:02}",
                         ch.pid,
@@ -124,7 +127,7 @@ impl Assigner {
         if let Some(t) = cause_ns {
             println!("rebalanced changes={} after_us={}", changes.len(), monotonic_ns().saturating_sub(t) / 1000);
         }
-        self.status.write(&self.manager);
+        self.dirty = true;
     }
 
     /// The tag in force for a cgroup: known at start, or inherited by a
@@ -149,10 +152,10 @@ impl Assigner {
             // ev.level is the object level BPF derived from the tag and SMT class.
             Kind::Demand => match self.tag_of(ev.cgroup_id, tags) {
                 Some(props) if ev.level > 0 => {
-                    let old = self.requesters.insert(ev.pid, (props, ev.level));
+                    let old = self.requesters.insert(ev.pid, (props, ev.level, ev.cgroup_id));
                     let mut changes = self.manager.request(ev.pid, Request { level: ev.level, weight: props.weight });
                     // Same CPUs but a new tax: BPF still needs the new value.
-                    if old.is_some_and(|(p, _)| p != props) && !changes.iter().any(|c| c.pid == ev.pid) {
+                    if old.is_some_and(|(p, _, _)| p != props) && !changes.iter().any(|c| c.pid == ev.pid) {
                         if let Some(o) = self.manager.object(ev.pid) {
                             changes.push(Change { pid: ev.pid, object: Some(o.clone()) });
                         }
@@ -170,7 +173,7 @@ impl Assigner {
             Kind::Wake => {
                 self.asleep.remove(&ev.pid);
                 match (self.dormant.remove(&ev.pid), self.requesters.get(&ev.pid)) {
-                    (true, Some(&(p, level))) => self.manager.request(ev.pid, Request { level, weight: p.weight }),
+                    (true, Some(&(p, level, _))) => self.manager.request(ev.pid, Request { level, weight: p.weight }),
                     _ => Vec::new(),
                 }
             }
@@ -267,6 +270,19 @@ impl Assigner {
             }
         }
         self.publish(map, changes, None);
-        self.status.write(&self.manager);
+        self.dirty = true;
+    }
+
+    /// Write the status file if anything changed or `force`; `live` is what
+    /// only the scheduler can see (CPU states, counters).
+    pub fn write_status(&mut self, mut live: Live, force: bool) {
+        if !(self.dirty || force) {
+            return;
+        }
+        self.dirty = false;
+        live.tags = self.tags.iter().map(|(&id, p)| (id, p.encode())).collect();
+        live.tags.sort();
+        live.owners = self.requesters.iter().map(|(&pid, &(_, _, cg))| (pid, cg)).collect();
+        self.status.write(&self.manager, &live);
     }
 }

@@ -98,6 +98,24 @@ pub struct Scheduler<'a> {
     control: Server,
 }
 
+/// CPU states and counters from the policy's .bss, for the status file.
+fn live_status(skel: &BpfSkel, nr_cpus: usize) -> crate::status::Live {
+    let bss = skel.maps.bss_data.as_ref().expect(".bss is mapped");
+    let cpus = (0..nr_cpus)
+        .map(|c| {
+            let (role, with) = if bss.borrowed_by[c] != 0 {
+                ("borrowed", (bss.borrowed_by[c] - 1) as i64)
+            } else if bss.reps[c].state != 0 {
+                ("rep", bss.reps[c].owner as i64)
+            } else {
+                ("native", -1)
+            };
+            crate::status::CpuStatus { cpu: c, online: bss.cpu_ctxs[c].online != 0, role: role.into(), with }
+        })
+        .collect();
+    crate::status::Live { cpus, counters: Some(totals(skel, nr_cpus)), ..Default::default() }
+}
+
 /// Write every cgroup's tag in force (stored ones and `extra`, inherited by
 /// descendants without their own) into the BPF map; drop entries of
 /// `previous` no longer in force. Returns the new set.
@@ -251,6 +269,7 @@ impl<'a> Scheduler<'a> {
         let start = Totals::default();
         let mut last = start;
         let mut last_print = Instant::now();
+        let mut last_status = Instant::now();
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             // EINTR from a signal is how SIGINT/SIGTERM reach us: not an error.
             // Short enough for a tag to apply within ~20 ms of its request.
@@ -262,6 +281,11 @@ impl<'a> Scheduler<'a> {
             drain(assign, &mut nr_events);
             serve(assign);
             assign.tick(assignments);
+            let force = last_status.elapsed() >= Duration::from_secs(1);
+            if force {
+                last_status = Instant::now();
+            }
+            assign.write_status(live_status(&self.skel, self.nr_cpus), force);
             if let Some(every) = stats_interval {
                 if last_print.elapsed() >= every {
                     let now = totals(&self.skel, self.nr_cpus);

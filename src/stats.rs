@@ -5,7 +5,7 @@ use crate::bpf_skel::types::chameleon_cpu_stats;
 use std::fmt;
 
 /// Sum of the per-CPU counters at one instant.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Totals {
     pub enqueued: u64,
     pub direct: u64,

@@ -107,6 +107,23 @@ fn status(path: &std::path::Path, json: bool) -> Result<()> {
         let cpus = snap.objects.iter().find(|o| o.pid == *pid).map(|o| format!("{:?}", o.cpus));
         println!("pid {pid}: level {level} weight {weight} -> {}", cpus.as_deref().unwrap_or("native"));
     }
+    let cpus: Vec<String> = snap
+        .cpus
+        .iter()
+        .map(|c| match (c.online, c.role.as_str()) {
+            (false, _) => format!("{}:offline", c.cpu),
+            (true, "rep") => format!("{}:rep(pid {})", c.cpu, c.with),
+            (true, "borrowed") => format!("{}:lent to {}", c.cpu, c.with),
+            _ => format!("{}:native", c.cpu),
+        })
+        .collect();
+    println!("cpus: {}", cpus.join(" "));
+    for (id, tag) in &snap.tags {
+        println!("tag cgroup {id}: {tag}");
+    }
+    if let Some(t) = &snap.counters {
+        println!("counters: {t}");
+    }
     Ok(())
 }
 
@@ -141,6 +158,16 @@ fn tag_cmd(cgroup: &str, fields: [(&str, Option<String>); 4], socket: &std::path
         if let Some(v) = value {
             props.set(key, &v)?;
         }
+    }
+    // A level no node can form would never be granted: refuse it now.
+    let largest = chameleon::node::from_topology()?.iter().map(|n| n.slots.len()).max().unwrap_or(0);
+    if (1usize << props.level) > largest {
+        anyhow::bail!(
+            "level {}: needs {} CPUs in one node, the largest node here has {largest} (level at most {})",
+            props.level,
+            1usize << props.level,
+            largest.max(1).ilog2()
+        );
     }
     tag_store::write(&path, &props)?;
     println!("tagged {}: {}; {}", path.display(), props.encode(), apply_now(socket, &path)?);

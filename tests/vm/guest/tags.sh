@@ -34,6 +34,7 @@ scx_chameleon tags | grep -q "^/sys/fs/cgroup/seq/child (cgroup [0-9]*): v1 leve
 ok "child inherits: $(scx_chameleon tags | grep child)"
 
 bad 'level "9": expected an integer 1..=3' scx_chameleon tag seq --level 9
+bad 'level 3: needs 8 CPUs in one node, the largest node here has 4 (level at most 2)' scx_chameleon tag seq --level 3
 bad 'weight "0": expected an integer 1..=10000' scx_chameleon tag seq --weight 0
 bad 'tax "NaN": expected a number from 0.01 to 100' scx_chameleon tag seq --tax NaN
 bad 'tax "inf"' scx_chameleon tag seq --tax inf
