@@ -74,8 +74,7 @@ enum chameleon_split_reason {
 enum chameleon_event_kind {
 	CHAMELEON_EV_CPU_ONLINE		= 1,
 	CHAMELEON_EV_CPU_OFFLINE	= 2,
-	CHAMELEON_EV_TASK_ENABLE	= 3,	/* a task joined the scheduler */
-	CHAMELEON_EV_TASK_EXIT		= 4,	/* a task left it (run_ns, fused_ns) */
+	CHAMELEON_EV_TASK_EXIT		= 4,	/* a tagged task left (run_ns, fused_ns) */
 	CHAMELEON_EV_DEMAND		= 5,	/* a task wants an object (level; 0: no more) */
 	CHAMELEON_EV_FUSE		= 6,	/* whole object fused */
 	CHAMELEON_EV_PARTIAL_FUSE	= 7,	/* a smaller prefix of it fused */

@@ -199,9 +199,8 @@ static void emit_demand(struct task_struct *p, s32 cpu, u64 cgid, u32 level)
 	bpf_ringbuf_submit(ev, 0);
 }
 
-/* A task leaves; tagged ones report how long they ran and ran fused. */
-static void emit_exit(struct task_struct *p, s32 cpu, u64 run_ns, u64 fused_ns,
-		      bool tagged)
+/* A tagged task leaves: how long it ran, and ran fused. */
+static void emit_exit(struct task_struct *p, s32 cpu, u64 run_ns, u64 fused_ns)
 {
 	struct chameleon_event *ev = event_reserve(CHAMELEON_EV_TASK_EXIT, cpu);
 
@@ -210,7 +209,6 @@ static void emit_exit(struct task_struct *p, s32 cpu, u64 run_ns, u64 fused_ns,
 	event_set_task(ev, p);
 	ev->run_ns = run_ns;
 	ev->fused_ns = fused_ns;
-	ev->level = tagged;
 	bpf_ringbuf_submit(ev, 0);
 }
 
@@ -482,8 +480,11 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 
 void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 {
-	struct task_ctx *tctx;
 	s32 cpu = scx_bpf_task_cpu(p);
+	u64 cgid = task_cgroup_id(p);
+	struct chameleon_tag *tag;
+	struct task_ctx *tctx;
+	u32 level;
 
 	tctx = bpf_task_storage_get(&task_ctxs, p, 0,
 				    BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -491,15 +492,10 @@ void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 		scx_bpf_error("no task context for pid %d", p->pid);
 		return;
 	}
-	u64 cgid = task_cgroup_id(p);
-	struct chameleon_tag *tag;
-	u32 level;
-
 	__builtin_memset(tctx, 0, sizeof(*tctx));
 	tctx->tags_gen = tags_gen;
 	tctx->vcpu = cpu_valid(cpu) ? cpu : -1;
 	p->scx.dsq_vtime = cpu_valid(cpu) ? cpu_ctxs[CPU_IDX(cpu)].vclock : 0;
-	emit(CHAMELEON_EV_TASK_ENABLE, cpu, p);
 
 	tag = bpf_map_lookup_elem(&tags, &cgid);
 	level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
@@ -514,7 +510,6 @@ void BPF_STRUCT_OPS(chameleon_disable, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct task_ctx *tctx = task_ctx(p);
-	u64 run = 0, fused = 0;
 
 	if (cpu_valid(cpu) && reps[CPU_IDX(cpu)].owner == p->pid) {
 		split(cpu, CHAMELEON_SPLIT_EXIT);
@@ -522,11 +517,9 @@ void BPF_STRUCT_OPS(chameleon_disable, struct task_struct *p)
 			charge_tax(p, tctx, &reps[CPU_IDX(cpu)], bpf_ktime_get_ns());
 		reps[CPU_IDX(cpu)].owner = 0;
 	}
-	if (tctx) {
-		run = tctx->run_ns;
-		fused = tctx->fused_ns;
-	}
-	emit_exit(p, cpu, run, fused, tctx && tctx->tagged);
+	/* Only tagged tasks matter to the agent: no event per exit of everything. */
+	if (tctx && tctx->tagged)
+		emit_exit(p, cpu, tctx->run_ns, tctx->fused_ns);
 }
 
 /* A task moved to another cgroup: during the move it still points at the old one. */

@@ -6,6 +6,10 @@
 //! [`MAX_MESSAGE`] bytes, with a protocol version; one JSON line answers it.
 //! Anything else — oversized, malformed, wrong version, unknown op, non-root —
 //! gets an error answer and changes nothing; the agent keeps running.
+//!
+//! `subscribe` keeps the connection: after the answer, every event follows as
+//! one JSON line (`scx_chameleon events`, `top`). A subscriber that does not
+//! keep up is dropped rather than allowed to slow the agent down.
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -27,6 +31,8 @@ pub enum Op {
     Reload { cgroup: PathBuf },
     /// Is an agent there, and which protocol does it speak?
     Ping,
+    /// Stream every event from now on, one JSON line each.
+    Subscribe,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,6 +113,7 @@ fn peer_is_root(stream: &UnixStream) -> bool {
 pub struct Server {
     listener: UnixListener,
     path: PathBuf,
+    subscribers: std::cell::RefCell<Vec<UnixStream>>,
 }
 
 impl Server {
@@ -121,7 +128,7 @@ impl Server {
         let listener = UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
         listener.set_nonblocking(true)?;
-        Ok(Server { listener, path: path.to_path_buf() })
+        Ok(Server { listener, path: path.to_path_buf(), subscribers: Default::default() })
     }
 
     /// Serve every connection waiting now; `handle` acts on valid requests.
@@ -130,19 +137,39 @@ impl Server {
             let _ = stream.set_nonblocking(false);
             let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
             let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
+            let mut subscribe = false;
             let resp = if !peer_is_root(&stream) {
                 Response::err("the control socket is for root only")
             } else {
                 match read_line(&mut stream).and_then(|d| parse_request(&d)) {
+                    Ok(Request { op: Op::Subscribe, .. }) => {
+                        subscribe = true;
+                        Response::ok("subscribed")
+                    }
                     Ok(req) => handle(&req),
                     Err(e) => Response::err(format!("{e:#}")),
                 }
             };
             if let Ok(mut line) = serde_json::to_vec(&resp) {
                 line.push(b'\n');
-                let _ = stream.write_all(&line);
+                if stream.write_all(&line).is_ok() && subscribe && stream.set_nonblocking(true).is_ok() {
+                    self.subscribers.borrow_mut().push(stream);
+                }
             }
         }
+    }
+
+    pub fn has_subscribers(&self) -> bool {
+        !self.subscribers.borrow().is_empty()
+    }
+
+    /// Send one line to every subscriber; drop those gone or too slow (a
+    /// full socket buffer: they can reconnect).
+    pub fn broadcast(&self, line: &[u8]) {
+        self.subscribers.borrow_mut().retain_mut(|s| match s.write(line) {
+            Ok(n) => n == line.len(),
+            Err(_) => false,
+        });
     }
 }
 
@@ -150,6 +177,23 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// Subscribe to the event stream: returns a reader of JSON lines after the answer.
+pub fn subscribe(path: &Path) -> Result<std::io::BufReader<UnixStream>> {
+    use std::io::BufRead;
+    let mut stream = UnixStream::connect(path).with_context(|| format!("{}: no agent", path.display()))?;
+    let mut line = serde_json::to_vec(&Request { v: VERSION, op: Op::Subscribe })?;
+    line.push(b'\n');
+    stream.write_all(&line)?;
+    let mut reader = std::io::BufReader::new(stream);
+    let mut answer = String::new();
+    reader.read_line(&mut answer)?;
+    let resp: Response = serde_json::from_str(&answer).context("the agent's answer is not valid")?;
+    if !resp.ok {
+        bail!("the agent refused: {}", resp.error.unwrap_or_default());
+    }
+    Ok(reader)
 }
 
 /// The CLI's end: send one request, return the answer. Err if no agent listens.
@@ -186,6 +230,7 @@ mod tests {
         assert!(msg(br#"{"op":"ping"}"#).contains("no protocol version"));
         assert!(msg(br#"{"v":2,"op":"ping"}"#).contains("protocol version 2"));
         assert!(msg(br#"{"v":1,"op":"format_disk"}"#).contains("not a known request"));
+        assert_eq!(parse_request(br#"{"v":1,"op":"subscribe"}"#).unwrap().op, Op::Subscribe);
         assert!(msg(br#"{"v":1,"op":"reload"}"#).contains("not a known request"));
         assert!(msg(&vec![b' '; MAX_MESSAGE + 1]).contains("at most 4096"));
     }

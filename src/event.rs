@@ -1,6 +1,7 @@
 //! Events the BPF policy sends through its ring buffer, decoded for the agent.
 
 use crate::bpf_intf;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// What happened, from `enum chameleon_event_kind` in bpf/intf.h.
@@ -8,7 +9,6 @@ use std::fmt;
 pub enum Kind {
     CpuOnline,
     CpuOffline,
-    TaskEnable,
     TaskExit,
     Demand,
     Fuse,
@@ -24,7 +24,6 @@ impl Kind {
         match raw {
             bpf_intf::chameleon_event_kind_CHAMELEON_EV_CPU_ONLINE => Kind::CpuOnline,
             bpf_intf::chameleon_event_kind_CHAMELEON_EV_CPU_OFFLINE => Kind::CpuOffline,
-            bpf_intf::chameleon_event_kind_CHAMELEON_EV_TASK_ENABLE => Kind::TaskEnable,
             bpf_intf::chameleon_event_kind_CHAMELEON_EV_TASK_EXIT => Kind::TaskExit,
             bpf_intf::chameleon_event_kind_CHAMELEON_EV_DEMAND => Kind::Demand,
             bpf_intf::chameleon_event_kind_CHAMELEON_EV_FUSE => Kind::Fuse,
@@ -36,11 +35,27 @@ impl Kind {
         }
     }
 
+    pub fn from_name(name: &str) -> Kind {
+        [
+            Kind::CpuOnline,
+            Kind::CpuOffline,
+            Kind::TaskExit,
+            Kind::Demand,
+            Kind::Fuse,
+            Kind::PartialFuse,
+            Kind::Split,
+            Kind::Sleep,
+            Kind::Wake,
+        ]
+        .into_iter()
+        .find(|k| k.name() == name)
+        .unwrap_or(Kind::Unknown(0))
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Kind::CpuOnline => "cpu_online",
             Kind::CpuOffline => "cpu_offline",
-            Kind::TaskEnable => "task_enable",
             Kind::TaskExit => "task_exit",
             Kind::Demand => "demand",
             Kind::Fuse => "fuse",
@@ -67,8 +82,22 @@ pub fn split_reason(raw: u32) -> &'static str {
     }
 }
 
-/// One decoded ring-buffer record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The kind travels by name in JSON ("fuse", "split", ...).
+impl Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Kind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Kind, D::Error> {
+        Ok(Kind::from_name(&String::deserialize(d)?))
+    }
+}
+
+/// One decoded ring-buffer record; also the JSON of the event stream
+/// (`scx_chameleon events --json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
     pub kind: Kind,
     pub cpu: i32,
@@ -151,9 +180,7 @@ impl fmt::Display for Event {
                 write!(f, " pid={} comm={} cgroup={}", self.pid, self.comm, self.cgroup_id)?;
                 match self.kind {
                     Kind::Demand => write!(f, " level={}", self.level),
-                    Kind::TaskExit if self.level != 0 => {
-                        write!(f, " tagged run_ns={} fused_ns={}", self.run_ns, self.fused_ns)
-                    }
+                    Kind::TaskExit => write!(f, " tagged run_ns={} fused_ns={}", self.run_ns, self.fused_ns),
                     _ => Ok(()),
                 }
             }
@@ -213,6 +240,20 @@ mod tests {
         let ev: &mut bpf_intf::chameleon_event = unsafe { &mut *(data.as_mut_ptr() as *mut _) };
         ev.nr_cpus = 1000;
         assert_eq!(Event::parse(&data).unwrap().cpus.len(), 8);
+    }
+
+    #[test]
+    fn json_round_trip_keeps_every_field() {
+        let mut data = raw(bpf_intf::chameleon_event_kind_CHAMELEON_EV_SPLIT, b"spin");
+        let ev: &mut bpf_intf::chameleon_event = unsafe { &mut *(data.as_mut_ptr() as *mut _) };
+        ev.nr_cpus = 2;
+        ev.cpus[1] = 1;
+        ev.latency_ns = 1234;
+        let e = Event::parse(&data).unwrap();
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(json.contains("\"kind\":\"split\""), "{json}");
+        assert!(json.contains("\"latency_ns\":1234"), "{json}");
+        assert_eq!(serde_json::from_str::<Event>(&json).unwrap(), e);
     }
 
     #[test]

@@ -232,12 +232,14 @@ impl<'a> Scheduler<'a> {
         let tag_map = &self.skel.maps.tags;
         let assign = &mut self.assign;
         let extra = &self.extra;
-        let control = &self.control;
         // BPF reads tags_gen at every enqueue; only this loop writes it.
         let tags_gen: *mut u64 = &mut self.skel.maps.bss_data.as_mut().expect(".bss is mapped").tags_gen;
+        let control = &self.control;
         let serve = |assign: &mut Assigner| {
             control.serve(|req| match &req.op {
                 Op::Ping => Response::ok(format!("scx_chameleon {} pid {}", env!("CARGO_PKG_VERSION"), std::process::id())),
+                // Answered by the server itself, which keeps the connection.
+                Op::Subscribe => Response::ok("subscribed"),
                 Op::Reload { cgroup } => {
                     if let Err(e) = tag::cgroup_id(cgroup) {
                         return Response::err(format!("{e:#}"));
@@ -257,10 +259,17 @@ impl<'a> Scheduler<'a> {
         };
         let drain = |assign: &mut Assigner, nr_events: &mut u64| {
             let evs: Vec<Event> = std::mem::take(&mut *queue.borrow_mut());
+            let stream = control.has_subscribers();
             for ev in &evs {
                 *nr_events += 1;
                 if print_events {
                     println!("event {ev}");
+                }
+                if stream {
+                    if let Ok(mut line) = serde_json::to_vec(ev) {
+                        line.push(b'\n');
+                        control.broadcast(&line);
+                    }
                 }
                 assign.handle(ev, assignments, tag_map);
             }

@@ -88,6 +88,12 @@ enum Cmd {
     },
     /// List tagged cgroups: own tags and what descendants inherit.
     Tags,
+    /// Stream the running scheduler's events (fuse, split, ...), one per line.
+    Events {
+        /// One JSON object per line (the schema of `chameleon::event::Event`).
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the objects of the running scheduler.
     Status {
         /// Print the raw JSON.
@@ -198,6 +204,29 @@ fn tags_cmd() -> Result<()> {
     Ok(())
 }
 
+fn events_cmd(socket: &std::path::Path, json: bool) -> Result<()> {
+    use std::io::{BufRead, Write};
+    let reader = chameleon::control::subscribe(socket)?;
+    let mut out = std::io::stdout().lock();
+    for line in reader.lines() {
+        let line = line?;
+        let written = if json {
+            writeln!(out, "{line}")
+        } else {
+            match serde_json::from_str::<chameleon::event::Event>(&line) {
+                Ok(ev) => writeln!(out, "{ev}"),
+                Err(_) => continue,
+            }
+        };
+        // A closed pipe (e.g. `| head`) ends the stream quietly.
+        if written.and_then(|_| out.flush()).is_err() {
+            return Ok(());
+        }
+    }
+    eprintln!("scx_chameleon: the scheduler stopped");
+    Ok(())
+}
+
 fn parse_tag(s: &str) -> Result<chameleon::tag::Tag, String> {
     chameleon::tag::parse_tag(s).map_err(|e| format!("{e:#}"))
 }
@@ -219,6 +248,7 @@ fn run() -> Result<()> {
         }
         Some(Cmd::Untag { cgroup }) => return untag_cmd(&cgroup, &cli.control_socket),
         Some(Cmd::Tags) => return tags_cmd(),
+        Some(Cmd::Events { json }) => return events_cmd(&cli.control_socket, json),
         None => {}
     }
     let filter = tracing_subscriber::EnvFilter::try_new(&cli.log_level)
