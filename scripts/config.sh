@@ -12,7 +12,7 @@ MIRROR=${SCX_CHAMELEON_MIRROR:-http://deb.debian.org/debian}
 # cache key, so a new root is made next time.
 ROOT_PACKAGES="clang-19 lld-19 llvm-19 libclang1-19 libbpf-dev bpftool gcc-14 make
 libelf-dev zlib1g-dev pkg-config linux-headers-$KVER linux-image-$KVER
-qemu-system-x86 busybox stress-ng cpio kmod ca-certificates libc6-dev"
+qemu-system-x86 busybox stress-ng cpio kmod ca-certificates libc6-dev tmux ncurses-base"
 
 # rustup's cargo, even from a shell that has not sourced ~/.cargo/env.
 command -v cargo >/dev/null 2>&1 || PATH=${CARGO_HOME:-$HOME/.cargo}/bin:$PATH

@@ -15,6 +15,7 @@ pub mod stats;
 pub mod status;
 pub mod tag;
 pub mod tag_store;
+pub mod top;
 
 #[cfg(test)]
 mod node_manager_tests;

@@ -88,6 +88,8 @@ enum Cmd {
     },
     /// List tagged cgroups: own tags and what descendants inherit.
     Tags,
+    /// Watch it live: CPU grid, execution objects, fuse latency, event log.
+    Top,
     /// Stream the running scheduler's events (fuse, split, ...), one per line.
     Events {
         /// One JSON object per line (the schema of `chameleon::event::Event`).
@@ -249,6 +251,7 @@ fn run() -> Result<()> {
         Some(Cmd::Untag { cgroup }) => return untag_cmd(&cgroup, &cli.control_socket),
         Some(Cmd::Tags) => return tags_cmd(),
         Some(Cmd::Events { json }) => return events_cmd(&cli.control_socket, json),
+        Some(Cmd::Top) => return chameleon::top::run(&cli.control_socket, &cli.status_file),
         None => {}
     }
     let filter = tracing_subscriber::EnvFilter::try_new(&cli.log_level)

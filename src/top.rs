@@ -1,0 +1,491 @@
+//! `scx_chameleon top`: watch borrowing live. The model (what is shown) and
+//! the rendering are plain functions so that they are tested with ratatui's
+//! TestBackend; `run` wires them to the terminal, the agent's event stream and
+//! its status file on a tokio runtime.
+
+use crate::event::{Event, Kind};
+use crate::status::Snapshot;
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
+use ratatui::Frame;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+const LOG_LINES: usize = 500;
+const LATENCIES: usize = 2000;
+/// Histogram buckets of fuse latency, upper bounds in µs (the last is open).
+const BUCKETS_US: [u64; 7] = [10, 100, 1_000, 5_000, 10_000, 100_000, u64::MAX];
+
+/// Everything the screen shows.
+#[derive(Debug, Default)]
+pub struct Model {
+    pub connected: bool,
+    pub paused: bool,
+    pub show_help: bool,
+    /// Only events and objects of this cgroup id.
+    pub filter: Option<u64>,
+    /// Text typed after '/', until Enter.
+    pub filter_input: Option<String>,
+    pub status: Option<Snapshot>,
+    pub log: VecDeque<Event>,
+    pub fuse_latency_us: VecDeque<u64>,
+    /// (when, kind) of recent fuses and splits, for rates.
+    recent: VecDeque<(Instant, Kind)>,
+}
+
+impl Model {
+    pub fn on_event(&mut self, ev: Event, now: Instant) {
+        if matches!(ev.kind, Kind::Fuse | Kind::PartialFuse | Kind::Split) {
+            self.recent.push_back((now, ev.kind));
+            if matches!(ev.kind, Kind::Fuse | Kind::PartialFuse) && !ev.superseded {
+                self.fuse_latency_us.push_back(ev.latency_ns / 1000);
+                if self.fuse_latency_us.len() > LATENCIES {
+                    self.fuse_latency_us.pop_front();
+                }
+            }
+        }
+        while self.recent.front().is_some_and(|(t, _)| now.duration_since(*t) > Duration::from_secs(1)) {
+            self.recent.pop_front();
+        }
+        if !self.paused {
+            self.log.push_back(ev);
+            if self.log.len() > LOG_LINES {
+                self.log.pop_front();
+            }
+        }
+    }
+
+    /// Fuses and splits in the last second.
+    pub fn rates(&self) -> (usize, usize) {
+        let fuse = self.recent.iter().filter(|(_, k)| *k != Kind::Split).count();
+        (fuse, self.recent.len() - fuse)
+    }
+
+    /// p50 and p99 of the recent fuse latencies, in µs.
+    pub fn percentiles(&self) -> Option<(u64, u64)> {
+        if self.fuse_latency_us.is_empty() {
+            return None;
+        }
+        let mut v: Vec<u64> = self.fuse_latency_us.iter().copied().collect();
+        v.sort_unstable();
+        let at = |p: usize| v[((v.len() * p).div_ceil(100)).clamp(1, v.len()) - 1];
+        Some((at(50), at(99)))
+    }
+
+    /// A key was pressed; returns false to quit.
+    pub fn on_key(&mut self, c: char) -> bool {
+        if let Some(input) = &mut self.filter_input {
+            match c {
+                '\n' => {
+                    self.filter = input.parse().ok();
+                    self.filter_input = None;
+                }
+                '\x1b' => self.filter_input = None,
+                '\x08' => {
+                    input.pop();
+                }
+                c if c.is_ascii_digit() => input.push(c),
+                _ => {}
+            }
+            return true;
+        }
+        match c {
+            'q' => return false,
+            'p' => self.paused = !self.paused,
+            '?' => self.show_help = !self.show_help,
+            '/' => self.filter_input = Some(String::new()),
+            '\x1b' => self.filter = None,
+            _ => {}
+        }
+        true
+    }
+
+    fn shown(&self, cgroup: u64) -> bool {
+        self.filter.is_none_or(|f| f == cgroup)
+    }
+}
+
+fn cpu_cell(role: &str, online: bool) -> Style {
+    match (online, role) {
+        (false, _) => Style::default().fg(Color::DarkGray),
+        (_, "rep") => Style::default().fg(Color::Black).bg(Color::Green),
+        (_, "borrowed") => Style::default().fg(Color::Black).bg(Color::Yellow),
+        _ => Style::default(),
+    }
+}
+
+/// Draw the whole screen.
+pub fn render(f: &mut Frame, m: &Model) {
+    let rows = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([Constraint::Length(3), Constraint::Min(6), Constraint::Min(6), Constraint::Length(1)])
+        .split(f.area());
+    render_cpus(f, m, rows[0]);
+    let mid = Layout::default()
+        .direction(Direction::Horizontal)
+        .constraints([Constraint::Percentage(60), Constraint::Percentage(40)])
+        .split(rows[1]);
+    render_objects(f, m, mid[0]);
+    render_histogram(f, m, mid[1]);
+    render_log(f, m, rows[2]);
+    render_footer(f, m, rows[3]);
+    if m.show_help {
+        let help = Paragraph::new(vec![
+            Line::from("q quit   p pause the log   / filter by cgroup id (Enter)"),
+            Line::from("Esc clear the filter   ? this help"),
+            Line::from("CPU grid: rep = runs a fused object, lent = borrowed by it"),
+        ])
+        .block(Block::default().borders(Borders::ALL).title(" help "));
+        let area = Rect { x: 2, y: 2, width: f.area().width.saturating_sub(4).min(70), height: 5 };
+        f.render_widget(ratatui::widgets::Clear, area);
+        f.render_widget(help, area);
+    }
+}
+
+fn render_cpus(f: &mut Frame, m: &Model, area: Rect) {
+    let spans: Vec<Span> = match &m.status {
+        Some(s) => s
+            .cpus
+            .iter()
+            .map(|c| {
+                let text = match (c.online, c.role.as_str()) {
+                    (false, _) => format!(" {}:off ", c.cpu),
+                    (_, "rep") => format!(" {}:rep {} ", c.cpu, c.with),
+                    (_, "borrowed") => format!(" {}:lent>{} ", c.cpu, c.with),
+                    _ => format!(" {}:native ", c.cpu),
+                };
+                Span::styled(text, cpu_cell(&c.role, c.online))
+            })
+            .collect(),
+        None => vec![Span::raw(" no status yet")],
+    };
+    f.render_widget(Paragraph::new(Line::from(spans)).block(Block::default().borders(Borders::ALL).title(" CPUs ")), area);
+}
+
+fn render_objects(f: &mut Frame, m: &Model, area: Rect) {
+    let mut rows = Vec::new();
+    if let Some(s) = &m.status {
+        for (pid, level, weight) in &s.requesters {
+            let obj = s.objects.iter().find(|o| o.pid == *pid);
+            let cgroup = obj.map_or(0, |o| o.cgroup);
+            if obj.is_some() && !m.shown(cgroup) {
+                continue;
+            }
+            let granted = obj.map_or("native".to_string(), |o| format!("{} {:?}", o.cpus.len(), o.cpus));
+            let tax = s.tags.iter().find(|(id, _)| *id == cgroup).map_or("-".to_string(), |(_, t)| {
+                t.split_whitespace().find_map(|w| w.strip_prefix("tax=")).unwrap_or("-").to_string()
+            });
+            rows.push(Row::new(vec![
+                pid.to_string(),
+                cgroup.to_string(),
+                format!("{}", 1u32 << level),
+                granted,
+                weight.to_string(),
+                tax,
+            ]));
+        }
+    }
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(8),
+            Constraint::Length(8),
+            Constraint::Length(6),
+            Constraint::Min(14),
+            Constraint::Length(7),
+            Constraint::Length(7),
+        ],
+    )
+    .header(Row::new(vec!["pid", "cgroup", "wants", "granted", "weight", "tax"]).style(Style::default().add_modifier(Modifier::BOLD)))
+    .block(Block::default().borders(Borders::ALL).title(" execution objects "));
+    f.render_widget(table, area);
+}
+
+fn render_histogram(f: &mut Frame, m: &Model, area: Rect) {
+    let mut counts = [0usize; BUCKETS_US.len()];
+    for &us in &m.fuse_latency_us {
+        let i = BUCKETS_US.iter().position(|&b| us <= b).unwrap_or(BUCKETS_US.len() - 1);
+        counts[i] += 1;
+    }
+    let max = counts.iter().copied().max().unwrap_or(0).max(1);
+    let width = area.width.saturating_sub(16) as usize;
+    let mut lines: Vec<Line> = BUCKETS_US
+        .iter()
+        .zip(counts)
+        .map(|(&b, n)| {
+            let label = if b == u64::MAX { ">100ms".to_string() } else if b >= 1000 { format!("≤{}ms", b / 1000) } else { format!("≤{b}us") };
+            Line::from(format!("{label:>7} {:<w$} {n}", "#".repeat(n * width / max), w = width))
+        })
+        .collect();
+    lines.push(match m.percentiles() {
+        Some((p50, p99)) => Line::from(format!("p50 {p50} us  p99 {p99} us  n={}", m.fuse_latency_us.len())),
+        None => Line::from("p50 -  p99 -  (no fuse yet)"),
+    });
+    f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" fuse latency ")), area);
+}
+
+fn render_log(f: &mut Frame, m: &Model, area: Rect) {
+    let height = area.height.saturating_sub(2) as usize;
+    let lines: Vec<Line> = m
+        .log
+        .iter()
+        .filter(|e| matches!(e.kind, Kind::Fuse | Kind::PartialFuse | Kind::Split | Kind::Demand | Kind::CpuOnline | Kind::CpuOffline))
+        .filter(|e| e.cgroup_id == 0 || m.shown(e.cgroup_id))
+        .rev()
+        .take(height)
+        .map(|e| Line::from(e.to_string()))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let title = if m.paused { " events (paused) " } else { " events " };
+    f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)), area);
+}
+
+fn render_footer(f: &mut Frame, m: &Model, area: Rect) {
+    let (fuse, split) = m.rates();
+    let proxy = m.status.as_ref().and_then(|s| s.counters).map_or(0, |c| c.proxy_served);
+    let state = if m.connected { Span::styled("connected", Style::default().fg(Color::Green)) } else {
+        Span::styled("DISCONNECTED: scheduler not running, retrying", Style::default().fg(Color::Red))
+    };
+    let filter = match (&m.filter_input, m.filter) {
+        (Some(i), _) => format!("  filter cgroup: {i}_"),
+        (None, Some(c)) => format!("  filter: cgroup {c}"),
+        _ => String::new(),
+    };
+    let line = Line::from(vec![
+        state,
+        Span::raw(format!("  fuse/s {fuse}  split/s {split}  kernel work on lent CPUs {proxy}{filter}  ? help  q quit")),
+    ]);
+    f.render_widget(Paragraph::new(line), area);
+}
+
+/// Retry delay after the n-th failed attempt to reach the agent.
+pub fn reconnect_delay(attempt: u32) -> Duration {
+    Duration::from_millis((250u64 << attempt.min(3)).min(2000))
+}
+
+enum Msg {
+    Event(Box<Event>),
+    Connected,
+    Disconnected,
+    Key(char),
+    Redraw,
+}
+
+/// Follow the agent's event stream, reconnecting whenever it goes away.
+fn follow_events(socket: std::path::PathBuf, tx: tokio::sync::mpsc::UnboundedSender<Msg>) {
+    use std::io::BufRead;
+    let mut attempt = 0;
+    loop {
+        if let Ok(reader) = crate::control::subscribe(&socket) {
+            attempt = 0;
+            if tx.send(Msg::Connected).is_err() {
+                return;
+            }
+            for line in reader.lines() {
+                let Ok(line) = line else { break };
+                if let Ok(ev) = serde_json::from_str::<Event>(&line) {
+                    if tx.send(Msg::Event(Box::new(ev))).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        attempt += 1;
+        if tx.send(Msg::Disconnected).is_err() {
+            return;
+        }
+        std::thread::sleep(reconnect_delay(attempt));
+    }
+}
+
+/// Turn terminal input into keys for the model.
+fn read_keys(tx: tokio::sync::mpsc::UnboundedSender<Msg>) {
+    use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEventKind, KeyModifiers};
+    loop {
+        if !event::poll(Duration::from_millis(200)).unwrap_or(false) {
+            continue;
+        }
+        let msg = match event::read() {
+            Ok(TermEvent::Key(k)) if k.kind == KeyEventKind::Press => match k.code {
+                KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => Msg::Key('q'),
+                KeyCode::Char(c) => Msg::Key(c),
+                KeyCode::Enter => Msg::Key('\n'),
+                KeyCode::Esc => Msg::Key('\x1b'),
+                KeyCode::Backspace => Msg::Key('\x08'),
+                _ => continue,
+            },
+            Ok(TermEvent::Resize(..)) => Msg::Redraw,
+            Ok(_) => continue,
+            Err(_) => return,
+        };
+        if tx.send(msg).is_err() {
+            return;
+        }
+    }
+}
+
+/// Run the TUI until q (or SIGINT/SIGTERM); the terminal is restored on
+/// every way out, panics included (ratatui::init installs the hook).
+pub fn run(socket: &std::path::Path, status_path: &std::path::Path) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    {
+        let (tx, socket) = (tx.clone(), socket.to_path_buf());
+        std::thread::spawn(move || follow_events(socket, tx));
+    }
+    std::thread::spawn(move || read_keys(tx));
+    let mut terminal = ratatui::init();
+    let result: anyhow::Result<()> = rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        let mut m = Model::default();
+        loop {
+            tokio::select! {
+                msg = rx.recv() => match msg {
+                    Some(Msg::Event(ev)) => m.on_event(*ev, Instant::now()),
+                    Some(Msg::Connected) => m.connected = true,
+                    Some(Msg::Disconnected) => {
+                        m.connected = false;
+                        m.status = None;
+                    }
+                    Some(Msg::Key(c)) => {
+                        if !m.on_key(c) {
+                            return Ok(());
+                        }
+                    }
+                    Some(Msg::Redraw) => {}
+                    None => return Ok(()),
+                },
+                _ = tick.tick() => {
+                    if m.connected {
+                        m.status = crate::status::read(status_path).ok();
+                    }
+                }
+                _ = term.recv() => return Ok(()),
+                _ = int.recv() => return Ok(()),
+            }
+            terminal.draw(|f| render(f, &m))?;
+        }
+    });
+    ratatui::restore();
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::{CpuStatus, ObjectStatus};
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    fn screen(m: &Model) -> String {
+        let mut t = Terminal::new(TestBackend::new(110, 30)).unwrap();
+        t.draw(|f| render(f, m)).unwrap();
+        let buf = t.backend().buffer().clone();
+        let w = buf.area.width as usize;
+        let cells: Vec<&str> = buf.content().iter().map(|c| c.symbol()).collect();
+        cells.chunks(w).map(|r| r.concat()).collect::<Vec<_>>().join("\n")
+    }
+
+    fn event(kind: Kind, latency_us: u64) -> Event {
+        Event {
+            kind,
+            cpu: 0,
+            pid: 141,
+            reason: 1,
+            ts_ns: 0,
+            cgroup_id: 28,
+            latency_ns: latency_us * 1000,
+            cost_ns: 2000,
+            run_ns: 0,
+            fused_ns: 0,
+            level: 2,
+            cpus: vec![0, 1],
+            superseded: false,
+            comm: String::new(),
+        }
+    }
+
+    fn fused_model() -> Model {
+        let cpu = |cpu, role: &str, with| CpuStatus { cpu, online: true, role: role.into(), with };
+        let mut m = Model {
+            connected: true,
+            status: Some(Snapshot {
+                agent_pid: 1,
+                objects: vec![ObjectStatus { pid: 141, cgroup: 28, cpus: vec![0, 1], gen: 1 }],
+                requesters: vec![(141, 1, 1)],
+                nodes: vec![vec![0, 1, 2, 3]],
+                defrag_moves: 0,
+                cpus: vec![cpu(0, "rep", 141), cpu(1, "borrowed", 0), cpu(2, "native", -1), cpu(3, "native", -1)],
+                tags: vec![(28, "v1 level=1 weight=1 tax=1.00 smt=any".into())],
+                counters: None,
+            }),
+            ..Default::default()
+        };
+        let now = Instant::now();
+        for us in [3000, 4000, 5000] {
+            m.on_event(event(Kind::Fuse, us), now);
+        }
+        m.on_event(event(Kind::Split, 4000), now);
+        m
+    }
+
+    #[test]
+    fn shows_a_fused_object_on_the_cpu_grid_and_in_the_table() {
+        let s = screen(&fused_model());
+        assert!(s.contains("0:rep 141"), "{s}");
+        assert!(s.contains("1:lent>0"), "{s}");
+        assert!(s.contains("2 [0, 1]"), "object granted: {s}");
+        assert!(s.contains("1.00"), "tax: {s}");
+    }
+
+    #[test]
+    fn shows_event_lines_rates_and_histogram_labels() {
+        let s = screen(&fused_model());
+        assert!(s.contains("fuse cpu=0 pid=141 cgroup=28 cpus=0,1"), "{s}");
+        assert!(s.contains("split cpu=0 pid=141"), "{s}");
+        assert!(s.contains("p50 4000 us  p99 5000 us"), "{s}");
+        assert!(s.contains("≤5ms"), "{s}");
+        assert!(s.contains("fuse/s 3  split/s 1"), "{s}");
+    }
+
+    #[test]
+    fn says_when_the_agent_is_gone() {
+        let m = Model::default();
+        let s = screen(&m);
+        assert!(s.contains("DISCONNECTED"), "{s}");
+        assert!(s.contains("no status yet"), "{s}");
+    }
+
+    #[test]
+    fn keys_pause_filter_help_and_quit() {
+        let mut m = fused_model();
+        assert!(m.on_key('p') && m.paused);
+        let before = m.log.len();
+        m.on_event(event(Kind::Fuse, 1), Instant::now());
+        assert_eq!(m.log.len(), before, "paused: the log holds still");
+        for c in ['/', '9', '9', '\n'] {
+            m.on_key(c);
+        }
+        assert_eq!(m.filter, Some(99));
+        let s = screen(&m);
+        assert!(!s.contains("fuse cpu=0 pid=141"), "filtered out: {s}");
+        assert!(s.contains("filter: cgroup 99"), "{s}");
+        m.on_key('?');
+        assert!(screen(&m).contains("q quit   p pause"));
+        assert!(!m.on_key('q'), "q quits");
+    }
+
+    #[test]
+    fn reconnects_with_a_bounded_backoff() {
+        assert_eq!(reconnect_delay(0), Duration::from_millis(250));
+        assert_eq!(reconnect_delay(2), Duration::from_millis(1000));
+        assert_eq!(reconnect_delay(50), Duration::from_millis(2000));
+    }
+}

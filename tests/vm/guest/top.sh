@@ -1,0 +1,52 @@
+#!/bin/sh
+# `scx_chameleon top` in tmux: shows the fused object and fuse events, says
+# DISCONNECTED when the agent dies instead of crashing, reconnects when it
+# comes back, and `q` exits 0 with the terminal restored.
+. /opt/chameleon/guest/lib.sh
+
+make_cgroup seq
+scx_chameleon tag seq --level 1 >/dev/null || fail "tag failed"
+start_agent
+spin -g /sys/fs/cgroup/seq 40 >/dev/null &
+s=$!
+export TERM=xterm LANG=C.UTF-8
+tmux -u new-session -d -s top -x 120 -y 35 "scx_chameleon top; echo TOP_EXIT=\$? >/tmp/top.rc; sleep 100" ||
+	fail "tmux did not start"
+screen() { tmux -u capture-pane -p -t top >/tmp/screen; }
+# wait_screen PATTERN WHAT: until the pane shows PATTERN (10 s).
+wait_screen() {
+	t0=$(now_ms)
+	until screen && grep -q "$1" /tmp/screen; do
+		[ $(( $(now_ms) - t0 )) -lt 10000 ] || { cat /tmp/screen; fail "$2"; }
+		sleep 0.3
+	done
+}
+wait_screen "0:rep $s" "the CPU grid does not show cpu0 running pid $s fused"
+wait_screen "fuse cpu=0 pid=$s " "no fuse event line"
+grep -q "^.*$s .*2 \[0, 1\]" /tmp/screen || { cat /tmp/screen; fail "the object table lacks pid $s on [0, 1]"; }
+ok "top shows cpu0 rep $s, cpu1 lent, the object and fuse events"
+sed -n '1,12p' /tmp/screen | sed 's/^/   | /'
+
+kill -9 "$AGENT_PID"
+wait_screen "DISCONNECTED" "no disconnected state after the agent died"
+[ -z "$(cat /tmp/top.rc 2>/dev/null)" ] || fail "top exited when the agent died: $(cat /tmp/top.rc)"
+ok "agent killed: top shows DISCONNECTED and keeps running"
+wait_state disabled 2000 >/dev/null || fail "scheduler still enabled"
+start_agent
+wait_screen "connected  fuse/s" "top did not reconnect"
+ok "agent back: top reconnected"
+
+tmux -u send-keys -t top q
+t0=$(now_ms)
+until [ -s /tmp/top.rc ]; do
+	[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "q did not exit top"
+	sleep 0.2
+done
+[ "$(cat /tmp/top.rc)" = "TOP_EXIT=0" ] || fail "top exited with $(cat /tmp/top.rc)"
+[ "$(tmux -u display -p -t top '#{alternate_on}')" = 0 ] || fail "alternate screen left on"
+[ "$(tmux -u display -p -t top '#{cursor_flag}')" = 1 ] || fail "cursor left hidden"
+ok "q: exit status 0, alternate screen off, cursor visible"
+tmux -u kill-server
+kill $s
+stop_agent
+pass
