@@ -8,6 +8,7 @@ pub mod bpf_intf;
 pub mod bpf_skel;
 pub mod control;
 pub mod event;
+pub mod metrics;
 pub mod node;
 pub mod node_manager;
 pub mod scheduler;

@@ -96,6 +96,9 @@ pub struct Scheduler<'a> {
     /// Tags from --tag (in force for this run, on top of the stored ones).
     extra: Vec<(std::path::PathBuf, tag::Props)>,
     control: Server,
+    /// Latest counters, served on the scx_stats socket.
+    metrics: std::sync::Arc<std::sync::Mutex<crate::metrics::Metrics>>,
+    _stats_server: scx_stats::prelude::StatsServer<(), ()>,
 }
 
 /// CPU states and counters from the policy's .bss, for the status file.
@@ -191,6 +194,7 @@ impl<'a> Scheduler<'a> {
         let control = Server::bind(&opts.control_path)?;
         let skel = scx_ops_load!(skel, chameleon_ops, uei)?;
         let tag_ids = apply_tags(&skel.maps.tags, &extra, &HashMap::new())?;
+        let metrics = std::sync::Arc::new(std::sync::Mutex::new(crate::metrics::Metrics::default()));
         let mut skel = skel;
         let struct_ops = Some(scx_ops_attach!(skel, chameleon_ops)?);
         info!(
@@ -205,6 +209,8 @@ impl<'a> Scheduler<'a> {
             assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path), opts.node_cpus.is_none()),
             extra,
             control,
+            metrics: metrics.clone(),
+            _stats_server: crate::metrics::serve(metrics)?,
         })
     }
 
@@ -293,6 +299,9 @@ impl<'a> Scheduler<'a> {
             let force = last_status.elapsed() >= Duration::from_secs(1);
             if force {
                 last_status = Instant::now();
+                let dropped = self.skel.maps.bss_data.as_ref().map_or(0, |b| b.nr_events_dropped);
+                *self.metrics.lock().unwrap() =
+                    crate::metrics::Metrics::from_totals(&totals(&self.skel, self.nr_cpus), dropped);
             }
             assign.write_status(live_status(&self.skel, self.nr_cpus), force);
             if let Some(every) = stats_interval {

@@ -56,6 +56,10 @@ struct Cli {
     #[arg(long = "tag", value_name = "CGROUP=level:L,weight:W,tax:T", value_parser = parse_tag)]
     tags: Vec<chameleon::tag::Tag>,
 
+    /// Do not schedule: print the running scheduler's counters (scx_stats) every N seconds.
+    #[arg(long, value_name = "N")]
+    monitor: Option<f64>,
+
     /// Log level (error, warn, info, debug, trace).
     #[arg(long, default_value = "info")]
     log_level: String,
@@ -90,6 +94,8 @@ enum Cmd {
     Tags,
     /// Watch it live: CPU grid, execution objects, fuse latency, event log.
     Top,
+    /// Print the running scheduler's counters in the OpenMetrics text format.
+    Metrics,
     /// Stream the running scheduler's events (fuse, split, ...), one per line.
     Events {
         /// One JSON object per line (the schema of `chameleon::event::Event`).
@@ -252,7 +258,21 @@ fn run() -> Result<()> {
         Some(Cmd::Tags) => return tags_cmd(),
         Some(Cmd::Events { json }) => return events_cmd(&cli.control_socket, json),
         Some(Cmd::Top) => return chameleon::top::run(&cli.control_socket, &cli.status_file),
+        Some(Cmd::Metrics) => {
+            print!("{}", chameleon::metrics::fetch()?.openmetrics());
+            return Ok(());
+        }
         None => {}
+    }
+    if let Some(every) = cli.monitor {
+        if !(every.is_finite() && every > 0.0) {
+            anyhow::bail!("--monitor must be a number of seconds > 0 (got {every})");
+        }
+        loop {
+            let m = chameleon::metrics::fetch()?;
+            println!("{}", serde_json::to_string(&m)?);
+            std::thread::sleep(Duration::from_secs_f64(every));
+        }
     }
     let filter = tracing_subscriber::EnvFilter::try_new(&cli.log_level)
         .with_context(|| format!("invalid --log-level {:?}", cli.log_level))?;
