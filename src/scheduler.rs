@@ -110,8 +110,10 @@ fn live_status(skel: &BpfSkel, nr_cpus: usize) -> crate::status::Live {
                 ("borrowed", (bss.borrowed_by[c] - 1) as i64)
             } else if bss.reps[c].state != 0 {
                 ("rep", bss.reps[c].owner as i64)
-            } else {
+            } else if bss.cpu_ctxs[c].running != 0 {
                 ("native", -1)
+            } else {
+                ("idle", -1)
             };
             crate::status::CpuStatus { cpu: c, online: bss.cpu_ctxs[c].online != 0, role: role.into(), with }
         })

@@ -19,7 +19,8 @@ pub struct ObjectStatus {
     pub gen: u32,
 }
 
-/// What a CPU is doing: "native", "rep" (runs a fused object) or "borrowed".
+/// What a CPU is doing: "native" (runs a task of its own), "idle", "rep" (runs
+/// a fused object) or "borrowed".
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CpuStatus {
     pub cpu: usize,

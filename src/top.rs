@@ -17,6 +17,8 @@ const LOG_LINES: usize = 500;
 const LATENCIES: usize = 2000;
 /// Histogram buckets of fuse latency, upper bounds in µs (the last is open).
 const BUCKETS_US: [u64; 7] = [10, 100, 1_000, 5_000, 10_000, 100_000, u64::MAX];
+/// Window of the fused share shown per object.
+const SHARE_WINDOW: Duration = Duration::from_secs(5);
 
 /// Everything the screen shows.
 #[derive(Debug, Default)]
@@ -33,6 +35,10 @@ pub struct Model {
     pub fuse_latency_us: VecDeque<u64>,
     /// (when, kind) of recent fuses and splits, for rates.
     recent: VecDeque<(Instant, Kind)>,
+    /// (when, pid, fused ns) of recent splits: each closes a fused interval.
+    fused: VecDeque<(Instant, i32, u64)>,
+    /// Objects fused now, since when (the interval their next split closes).
+    fused_since: std::collections::HashMap<i32, Instant>,
 }
 
 impl Model {
@@ -46,8 +52,21 @@ impl Model {
                 }
             }
         }
+        match ev.kind {
+            Kind::Split => {
+                self.fused.push_back((now, ev.pid, ev.run_ns));
+                self.fused_since.remove(&ev.pid);
+            }
+            Kind::Fuse | Kind::PartialFuse => {
+                self.fused_since.entry(ev.pid).or_insert(now);
+            }
+            _ => {}
+        }
         while self.recent.front().is_some_and(|(t, _)| now.duration_since(*t) > Duration::from_secs(1)) {
             self.recent.pop_front();
+        }
+        while self.fused.front().is_some_and(|(t, _, _)| now.duration_since(*t) > SHARE_WINDOW) {
+            self.fused.pop_front();
         }
         if !self.paused {
             self.log.push_back(ev);
@@ -55,6 +74,14 @@ impl Model {
                 self.log.pop_front();
             }
         }
+    }
+
+    /// Share of the last SHARE_WINDOW that `pid` ran fused, in percent (from
+    /// the fused time its splits report).
+    pub fn fused_share(&self, pid: i32, now: Instant) -> u64 {
+        let closed: u64 = self.fused.iter().filter(|(_, p, _)| *p == pid).map(|(_, _, n)| n).sum();
+        let open = self.fused_since.get(&pid).map_or(0, |t| now.duration_since(*t).min(SHARE_WINDOW).as_nanos() as u64);
+        ((closed + open) * 100 / SHARE_WINDOW.as_nanos() as u64).min(100)
     }
 
     /// Fuses and splits in the last second.
@@ -112,6 +139,7 @@ fn cpu_cell(role: &str, online: bool) -> Style {
         (false, _) => Style::default().fg(Color::DarkGray),
         (_, "rep") => Style::default().fg(Color::Black).bg(Color::Green),
         (_, "borrowed") => Style::default().fg(Color::Black).bg(Color::Yellow),
+        (_, "idle") => Style::default().fg(Color::DarkGray),
         _ => Style::default(),
     }
 }
@@ -154,6 +182,7 @@ fn render_cpus(f: &mut Frame, m: &Model, area: Rect) {
                     (false, _) => format!(" {}:off ", c.cpu),
                     (_, "rep") => format!(" {}:rep {} ", c.cpu, c.with),
                     (_, "borrowed") => format!(" {}:lent>{} ", c.cpu, c.with),
+                    (_, "idle") => format!(" {}:idle ", c.cpu),
                     _ => format!(" {}:native ", c.cpu),
                 };
                 Span::styled(text, cpu_cell(&c.role, c.online))
@@ -184,6 +213,7 @@ fn render_objects(f: &mut Frame, m: &Model, area: Rect) {
                 granted,
                 weight.to_string(),
                 tax,
+                format!("{}%", m.fused_share(*pid, Instant::now())),
             ]));
         }
     }
@@ -196,9 +226,10 @@ fn render_objects(f: &mut Frame, m: &Model, area: Rect) {
             Constraint::Min(14),
             Constraint::Length(7),
             Constraint::Length(7),
+            Constraint::Length(6),
         ],
     )
-    .header(Row::new(vec!["pid", "cgroup", "wants", "granted", "weight", "tax"]).style(Style::default().add_modifier(Modifier::BOLD)))
+    .header(Row::new(vec!["pid", "cgroup", "wants", "granted", "weight", "tax", "fused"]).style(Style::default().add_modifier(Modifier::BOLD)))
     .block(Block::default().borders(Borders::ALL).title(" execution objects "));
     f.render_widget(table, area);
 }
@@ -422,7 +453,7 @@ mod tests {
                 requesters: vec![(141, 1, 1)],
                 nodes: vec![vec![0, 1, 2, 3]],
                 defrag_moves: 0,
-                cpus: vec![cpu(0, "rep", 141), cpu(1, "borrowed", 0), cpu(2, "native", -1), cpu(3, "native", -1)],
+                cpus: vec![cpu(0, "rep", 141), cpu(1, "borrowed", 0), cpu(2, "native", -1), cpu(3, "idle", -1)],
                 tags: vec![(28, "v1 level=1 weight=1 tax=1.00 smt=any".into())],
                 counters: None,
             }),
@@ -432,7 +463,9 @@ mod tests {
         for us in [3000, 4000, 5000] {
             m.on_event(event(Kind::Fuse, us), now);
         }
-        m.on_event(event(Kind::Split, 4000), now);
+        let mut split = event(Kind::Split, 4000);
+        split.run_ns = 2_500_000_000; // fused 2.5 s of the 5 s window
+        m.on_event(split, now);
         m
     }
 
@@ -443,6 +476,8 @@ mod tests {
         assert!(s.contains("1:lent>0"), "{s}");
         assert!(s.contains("2 [0, 1]"), "object granted: {s}");
         assert!(s.contains("1.00"), "tax: {s}");
+        assert!(s.contains("50%"), "fused share: {s}");
+        assert!(s.contains("3:idle"), "idle CPU: {s}");
     }
 
     #[test]

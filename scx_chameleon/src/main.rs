@@ -128,6 +128,7 @@ fn status(path: &std::path::Path, json: bool) -> Result<()> {
             (false, _) => format!("{}:offline", c.cpu),
             (true, "rep") => format!("{}:rep(pid {})", c.cpu, c.with),
             (true, "borrowed") => format!("{}:lent to {}", c.cpu, c.with),
+            (true, "idle") => format!("{}:idle", c.cpu),
             _ => format!("{}:native", c.cpu),
         })
         .collect();

@@ -25,7 +25,7 @@ wait_screen "0:rep $s" "the CPU grid does not show cpu0 running pid $s fused"
 wait_screen "fuse cpu=0 pid=$s " "no fuse event line"
 grep -q "^.*$s .*2 \[0, 1\]" /tmp/screen || { cat /tmp/screen; fail "the object table lacks pid $s on [0, 1]"; }
 ok "top shows cpu0 rep $s, cpu1 lent, the object and fuse events"
-sed -n '1,12p' /tmp/screen | sed 's/^/   | /'
+sed -n '1,14p' /tmp/screen | sed 's/^/   | /'
 
 kill -9 "$AGENT_PID"
 wait_screen "DISCONNECTED" "no disconnected state after the agent died"
