@@ -191,6 +191,18 @@ impl<'a> Scheduler<'a> {
             None => crate::node::from_topology()?,
         };
         info!("nodes: {:?}", nodes.iter().map(|n| &n.slots).collect::<Vec<_>>());
+        // Same rule as `scx_chameleon tag`: a level no node can form is refused.
+        let largest = nodes.iter().map(|n| n.slots.len()).max().unwrap_or(0);
+        for t in &opts.tags {
+            if (1usize << t.props.level) > largest {
+                bail!(
+                    "--tag {}: level {}: needs {} CPUs in one node, the largest node here has {largest}",
+                    t.path.display(),
+                    t.props.level,
+                    1usize << t.props.level
+                );
+            }
+        }
         let manager = NodeManager::new(nodes, online_cpus()?, opts.max_level);
 
         let control = Server::bind(&opts.control_path)?;

@@ -44,6 +44,7 @@ bad 'smt "half": expected uni, smt or any' scx_chameleon tag seq --smt half
 bad 'cgroup /sys/fs/cgroup/nope: no such cgroup' scx_chameleon tag nope --level 1
 bad 'not on a cgroup v2 mount' scx_chameleon tag /tmp --level 1
 bad 'needs root' runas 65534 scx_chameleon tag seq --level 2
+bad 'level 3: needs 8 CPUs in one node, the largest node here has 4' scx_chameleon --tag seq=level:3
 
 # The agent applies stored tags at start; the child inherits the tax.
 start_agent --events
