@@ -35,9 +35,8 @@ pub struct Assigner {
     last_reconcile: Instant,
     /// Lowest procs_running seen since the last reconcile (filters blips).
     min_running: Option<usize>,
-    /// A different untagged-load estimate and how many reconciles in a row
-    /// saw it: applied only once it holds for UNTAGGED_STEADY of them, so a
-    /// shell or a short job does not make objects flap.
+    /// A higher untagged-load estimate and how many reconciles in a row saw
+    /// it (see untagged_step).
     untagged_next: Option<(usize, u32)>,
     status: Status,
     /// Something changed since the status file was last written.
@@ -53,6 +52,35 @@ pub fn monotonic_ns() -> u64 {
     // SAFETY: clock_gettime writes into the local timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// One reconcile of the untagged-load estimate: `current` is in force, `seen`
+/// the load measured over the last second, `pending` a higher load seen
+/// before and for how many reconciles in a row. Returns the load to apply
+/// now, if any, and the new `pending`.
+///
+/// Asymmetric on purpose: taking CPUs from objects (a higher load) splits
+/// them, so the load must hold for UNTAGGED_STEADY reconciles and a shell or
+/// a short job does not make objects flap; a lower load leaves CPUs idle, so
+/// it applies at once (a task that was untagged and is now tagged gets its
+/// whole object back within a reconcile). Shrinks are thus at most one per
+/// UNTAGGED_STEADY seconds.
+pub fn untagged_step(current: usize, seen: usize, pending: Option<(usize, u32)>) -> (Option<usize>, Option<(usize, u32)>) {
+    if seen == current {
+        return (None, None);
+    }
+    if seen < current {
+        return (Some(seen), None);
+    }
+    let k = match pending {
+        Some((n, k)) if n == seen => k + 1,
+        _ => 1,
+    };
+    if k >= UNTAGGED_STEADY {
+        (Some(seen), None)
+    } else {
+        (None, Some((seen, k)))
+    }
 }
 
 /// Runnable tasks right now, from /proc/stat.
@@ -254,19 +282,12 @@ impl Assigner {
         // Runnable tasks other than the tagged ones and this agent.
         if let Some(running) = self.min_running.take() {
             let awake = self.requesters.len() - self.dormant.len();
-            let untagged = running.saturating_sub(awake + 1);
-            if untagged == self.manager.untagged_load() {
-                self.untagged_next = None;
-            } else {
-                let seen = match self.untagged_next {
-                    Some((n, k)) if n == untagged => k + 1,
-                    _ => 1,
-                };
-                self.untagged_next = Some((untagged, seen));
-                if seen >= UNTAGGED_STEADY {
-                    self.untagged_next = None;
-                    changes.extend(self.manager.set_untagged_load(untagged));
-                }
+            let seen = running.saturating_sub(awake + 1);
+            let (apply, next) = untagged_step(self.manager.untagged_load(), seen, self.untagged_next);
+            self.untagged_next = next;
+            if let Some(n) = apply {
+                println!("untagged load={n}: {n} CPUs kept native");
+                changes.extend(self.manager.set_untagged_load(n));
             }
         }
         self.publish(map, changes, None);
@@ -284,5 +305,37 @@ impl Assigner {
         live.tags.sort();
         live.owners = self.requesters.iter().map(|(&pid, &(_, _, cg))| (pid, cg)).collect();
         self.status.write(&self.manager, &live);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feed `seen` loads one reconcile each; the loads in force after each.
+    fn run(seen: &[usize]) -> Vec<usize> {
+        let (mut current, mut pending) = (0, None);
+        seen.iter()
+            .map(|&s| {
+                let (apply, next) = untagged_step(current, s, pending);
+                pending = next;
+                current = apply.unwrap_or(current);
+                current
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_higher_load_must_hold_before_objects_shrink() {
+        assert_eq!(run(&[1, 1, 1, 1]), [0, 0, 1, 1]);
+        // A blip, or a load that changes, restarts the count.
+        assert_eq!(run(&[1, 1, 0, 1, 1, 2, 2, 2]), [0, 0, 0, 0, 0, 0, 0, 2]);
+    }
+
+    #[test]
+    fn a_lower_load_gives_cpus_back_at_once() {
+        assert_eq!(run(&[2, 2, 2, 1, 0]), [0, 0, 2, 1, 0]);
+        // Falling while a rise is pending forgets the rise.
+        assert_eq!(run(&[2, 2, 2, 3, 3, 1, 3, 3]), [0, 0, 2, 2, 2, 1, 1, 1]);
     }
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Live tags through the control socket: tagging the cgroup of a running
 # CPU-bound task makes it fuse within 100 ms of the CLI's return; untagging
-# splits it; moving the task between tagged cgroups changes its tax and level.
+# splits it and, once that lasts, makes it untagged load; moving the task
+# between tagged cgroups changes its tax and level.
 . /opt/chameleon/guest/lib.sh
 
 for g in seq taxed cheap quad; do make_cgroup $g; done
@@ -40,6 +41,9 @@ sleep 1
 grep -E "^event  *(fuse|split) .*pid=$a " "$AGENT_LOG" | tail -n 1 | grep -q "split" || fail "last object event is not a split"
 ok "untag: object withdrawn, last event a split ($(grep -E "^event  *split .*pid=$a " "$AGENT_LOG" | tail -n 1 | sed 's/.*reason=\([a-z]*\).*/\1/')), no fuse since"
 
+# Untagged, the spinner is untagged load: once that has held for 3
+# reconciles, a CPU is kept native for it...
+wait_log "^untagged load=1:" 6000 "the untagged spinner was not counted as untagged load"
 scx_chameleon tag taxed --level 1 --tax 100 >/dev/null
 scx_chameleon tag cheap --level 1 --tax 0.01 >/dev/null
 scx_chameleon tag quad --level 2 >/dev/null
@@ -49,8 +53,11 @@ echo $a >/sys/fs/cgroup/cheap/cgroup.procs
 wait_log "^assign pid=$a .* tax=0.01" 2000 "tax did not follow to 0.01"
 ok "moved taxed -> cheap: tax 100 -> 0.01"
 echo $a >/sys/fs/cgroup/quad/cgroup.procs
-wait_log "^assign pid=$a cpus=\[0, 1, 2, 3\]" 2000 "level did not follow to 2"
-ok "moved to quad: object of 4 CPUs"
+# ...and once tagged again it is not: the load falls at the next reconcile
+# (at most 1 s), and a lower load applies at once, so it gets all 4 CPUs.
+wait_log "^assign pid=$a cpus=\[0, 1, 2, 3\]" 3000 "level did not follow to 2"
+grep -q "^untagged load=0:" "$AGENT_LOG" || fail "4 CPUs while a CPU was kept native?"
+ok "moved to quad: object of 4 CPUs (untagged load 1 -> 0 as the spinner was tagged)"
 kill $a
 agent_alive || fail "agent died"
 stop_agent
