@@ -61,6 +61,8 @@ struct rep_ctx {
 	u64	owner_cgid;
 	u64	decision_at;		/* of the fuse or split in flight */
 	u64	decision_cost;
+	u32	local_max;		/* slowest borrowed CPU's own work, ns */
+	u32	pad;
 	u64	fused_at;
 	u64	split_at;
 	u64	charged_until;		/* tax charged up to here */
@@ -73,6 +75,11 @@ struct rep_ctx reps[CHAMELEON_MAX_CPUS];
 s32 borrowed_by[CHAMELEON_MAX_CPUS];
 /* Per CPU: representative + 1 whose fuse/split waits for this CPU, 0 if none. */
 s32 pending_for[CHAMELEON_MAX_CPUS];
+/*
+ * Per CPU: when its dispatch for the pending fuse/split began, while it waits
+ * for the switch that completes it (0: not dispatched yet).
+ */
+u64 local_from[CHAMELEON_MAX_CPUS];
 
 /*
  * Walk the lent positions of an object: i = 1 .. nr - 1 with c = cpus[i],
@@ -128,6 +135,7 @@ static void emit_object(u32 kind, s32 rep, struct rep_ctx *rc, u64 latency,
 	ev->ts_ns = rc->decision_at;
 	ev->latency_ns = latency;
 	ev->cost_ns = rc->decision_cost;
+	ev->local_ns = rc->local_max;
 	ev->level = rc->nr_requested;
 	ev->nr_cpus = rc->nr_cpus;
 	ev->flags = flags;
@@ -140,11 +148,24 @@ static void emit_object(u32 kind, s32 rep, struct rep_ctx *rc, u64 latency,
 	bpf_ringbuf_submit(ev, 0);
 }
 
+/* Keep the largest local time of an object's CPUs (they report concurrently). */
+static void note_local(struct rep_ctx *rc, u64 ns)
+{
+	u32 v = ns > 0xffffffffULL ? 0xffffffffU : (u32)ns, cur, i;
+
+	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS) {
+		cur = rc->local_max;
+		if (cur >= v || __sync_bool_compare_and_swap(&rc->local_max, cur, v))
+			break;
+	}
+}
+
 /*
- * A CPU that a fuse or split waited for has reached its dispatch path: clear
- * its bit, and if it was the last one, report the decision with its latency.
+ * A CPU that a fuse or split waited for is done, after @local ns of its own
+ * work: clear its bit, and if it was the last one, report the decision with
+ * its end-to-end latency and the slowest CPU's local time.
  */
-static void pending_done(s32 cpu)
+static void pending_done(s32 cpu, u64 local)
 {
 	struct rep_ctx *rc;
 	s32 rep = pending_for[CPU_IDX(cpu)] - 1;
@@ -152,6 +173,7 @@ static void pending_done(s32 cpu)
 	u32 bit, old;
 
 	pending_for[CPU_IDX(cpu)] = 0;
+	local_from[CPU_IDX(cpu)] = 0;
 	rc = rep_ctx(rep);
 	if (!rc)
 		return;
@@ -159,10 +181,47 @@ static void pending_done(s32 cpu)
 	if (pos < 0)
 		return;
 	bit = 1U << pos;
+	if (!(rc->pending & bit))
+		return;
+	note_local(rc, local);
 	old = __sync_fetch_and_and(&rc->pending, ~bit);
 	if ((old & bit) && !(old & ~bit))
 		emit_object(rc->pending_kind, rep, rc,
 			    bpf_ktime_get_ns() - rc->decision_at, 0);
+}
+
+/*
+ * @cpu, which a fuse or split waits for, ran its dispatch from @t0 (the first
+ * thing it does once the kick arrives). Its own part of the work ends with
+ * the switch that follows: a lent CPU is done when the task it was running
+ * is put (stopping(), then it idles); a CPU given back when the next task
+ * runs (running()). If there is nothing to switch (the task already left, or
+ * nothing was dispatched), it is done now. Timed locally: what bare metal
+ * would see on that CPU, without the emulator's IPI delay.
+ */
+static void pending_dispatched(s32 cpu, u64 t0, bool dispatched)
+{
+	struct rep_ctx *rc = rep_ctx(pending_for[CPU_IDX(cpu)] - 1);
+	bool lent = rc && rc->pending_kind != CHAMELEON_EV_SPLIT;
+
+	if (lent ? cpu_ctxs[CPU_IDX(cpu)].running : dispatched) {
+		local_from[CPU_IDX(cpu)] = t0;
+		return;
+	}
+	pending_done(cpu, bpf_ktime_get_ns() - t0);
+}
+
+/* A task stops (@stopping) or starts on @cpu: the switch a pending CPU awaited? */
+static void pending_switched(s32 cpu, bool stopping)
+{
+	struct rep_ctx *rc;
+	u64 t0 = local_from[CPU_IDX(cpu)];
+
+	if (!t0 || !pending_for[CPU_IDX(cpu)])
+		return;
+	rc = rep_ctx(pending_for[CPU_IDX(cpu)] - 1);
+	if (rc && (rc->pending_kind != CHAMELEON_EV_SPLIT) == stopping)
+		pending_done(cpu, bpf_ktime_get_ns() - t0);
 }
 
 /*
@@ -244,10 +303,12 @@ static void split(s32 rep, u32 reason)
 		borrowed_by[CPU_IDX(c)] = 0;
 		if (cpu_ctxs[CPU_IDX(c)].online) {
 			pending |= 1U << i;
+			local_from[CPU_IDX(c)] = 0;
 			pending_for[CPU_IDX(c)] = rep + 1;
 		}
 	}
 	rc->pending_kind = CHAMELEON_EV_SPLIT;
+	rc->local_max = 0;
 	/* Kicks only queue IPIs; the cost is the decision itself. */
 	rc->decision_cost = bpf_ktime_get_ns() - t0;
 	rc->pending = pending;
@@ -335,10 +396,12 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	for_each_lent(i, c, a->cpus, size) {
 		if (cpu_ctxs[CPU_IDX(c)].running) {
 			pending |= 1U << i;
+			local_from[CPU_IDX(c)] = 0;
 			pending_for[CPU_IDX(c)] = cpu + 1;
 		}
 	}
 	rc->pending_kind = size < nr ? CHAMELEON_EV_PARTIAL_FUSE : CHAMELEON_EV_FUSE;
+	rc->local_max = 0;
 	rc->decision_cost = bpf_ktime_get_ns() - t0;
 	rc->pending = pending;
 	rc->state = REP_FUSED;
@@ -409,7 +472,7 @@ static void check_waiter_on_borrowed(s32 cpu, struct task_struct *waiter)
  * A borrowed CPU dispatches: only per-CPU kthreads bound to it run (work a
  * processor proxy would take over); everything else waits or is stolen.
  */
-static void dispatch_borrowed(s32 cpu)
+static bool dispatch_borrowed(s32 cpu)
 {
 	struct chameleon_cpu_stats *st = stats_here();
 	struct task_struct *p;
@@ -417,10 +480,14 @@ static void dispatch_borrowed(s32 cpu)
 	bpf_for_each(scx_dsq, p, cpu, 0) {
 		if (!is_pcpu_kthread(p))
 			continue;
-		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0) && st)
-			st->nr_proxy_served++;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+			if (st)
+				st->nr_proxy_served++;
+			return true;
+		}
 		break;
 	}
+	return false;
 }
 
 /*

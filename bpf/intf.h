@@ -101,9 +101,10 @@ struct chameleon_event {
 	u64	ts_ns;		/* bpf_ktime_get_ns() at the decision */
 	u64	cgroup_id;	/* task's own (leaf) cgroup id, 0 if none */
 	/*
-	 * FUSE/PARTIAL_FUSE: decision -> every borrowed CPU idle; SPLIT:
-	 * decision -> every borrowed CPU back in its dispatch path. Measured in
-	 * BPF with bpf_ktime_get_ns().
+	 * FUSE/PARTIAL_FUSE: decision -> every borrowed CPU has put the task
+	 * it ran (it idles next); SPLIT: decision -> every given-back CPU runs
+	 * its next task (or dispatched and found none). Measured in BPF with
+	 * bpf_ktime_get_ns().
 	 */
 	u64	latency_ns;
 	u64	cost_ns;	/* FUSE/SPLIT: time the deciding CPU spent deciding and kicking */
@@ -112,7 +113,12 @@ struct chameleon_event {
 	u32	level;		/* DEMAND: requested level; FUSE: requested CPUs */
 	u32	nr_cpus;	/* FUSE/SPLIT: CPUs in the (partial) object */
 	u32	flags;		/* CHAMELEON_EVF_* */
-	u32	pad2;
+	/*
+	 * FUSE/SPLIT: the slowest waited-for CPU's own work, from its dispatch
+	 * (once the kick arrived) to the switch that completes it, timed on
+	 * that CPU; saturates at 4.29 s.
+	 */
+	u32	local_ns;
 	s32	cpus[CHAMELEON_OBJ_MAX_CPUS];
 	char	comm[CHAMELEON_COMM_LEN];
 };

@@ -361,22 +361,17 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 }
 
-void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
+/* Fill @cpu's local queue; whether it got a task. */
+static bool dispatch_cpu(s32 cpu)
 {
 	u32 i;
 
-	if (!cpu_valid(cpu))
-		return;
-	/* This CPU is now idle (if lent) or back in service (if given back). */
-	if (pending_for[CPU_IDX(cpu)])
-		pending_done(cpu);
-	if (cpu_borrowed(cpu)) {
-		dispatch_borrowed(cpu);
-		return;
-	}
+	/* A lent CPU runs only the kthreads bound to it (processor-proxy work). */
+	if (cpu_borrowed(cpu))
+		return dispatch_borrowed(cpu);
 	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
 		cpu_stats[CPU_IDX(cpu)].nr_dispatched++;
-		return;
+		return true;
 	}
 	/* Steal, nearest CPU id first: neighbours usually share a cache. */
 	bpf_for(i, 1, nr_cpus) {
@@ -386,9 +381,24 @@ void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
 			continue;
 		if (scx_bpf_dsq_move_to_local(victim, 0)) {
 			cpu_stats[CPU_IDX(cpu)].nr_stolen++;
-			return;
+			return true;
 		}
 	}
+	return false;
+}
+
+void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
+{
+	u64 t0;
+	bool got;
+
+	if (!cpu_valid(cpu))
+		return;
+	/* A fuse or split waits for this CPU: time its side of the work. */
+	t0 = pending_for[CPU_IDX(cpu)] ? bpf_ktime_get_ns() : 0;
+	got = dispatch_cpu(cpu);
+	if (t0)
+		pending_dispatched(cpu, t0, got);
 }
 
 void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
@@ -411,6 +421,8 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 	cc->curr_started = now;
 	cc->running = 1;
 	tctx->started_at = now;
+	if (local_from[CPU_IDX(cpu)])
+		pending_switched(cpu, false);
 
 	if (rc->state == REP_FUSED && rc->owner != p->pid)
 		split(cpu, CHAMELEON_SPLIT_PREEMPT);
@@ -464,6 +476,8 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 	p->scx.dsq_vtime += chameleon_vtime_charge(delta, p->scx.weight);
 	cpu_stats[CPU_IDX(cpu)].busy_ns += delta;
 	cpu_ctxs[CPU_IDX(cpu)].running = 0;
+	if (local_from[CPU_IDX(cpu)])
+		pending_switched(cpu, true);
 
 	rc = &reps[CPU_IDX(cpu)];
 	if (rc->owner == p->pid) {
@@ -582,6 +596,7 @@ void BPF_STRUCT_OPS(chameleon_cpu_offline, s32 cpu)
 			split(borrowed_by[CPU_IDX(cpu)] - 1, CHAMELEON_SPLIT_OFFLINE);
 		split(cpu, CHAMELEON_SPLIT_OFFLINE);
 		pending_for[CPU_IDX(cpu)] = 0;
+		local_from[CPU_IDX(cpu)] = 0;
 	}
 	__sync_fetch_and_add(&nr_cpu_offline_events, 1);
 	emit(CHAMELEON_EV_CPU_OFFLINE, cpu, NULL);

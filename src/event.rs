@@ -107,6 +107,9 @@ pub struct Event {
     pub cgroup_id: u64,
     pub latency_ns: u64,
     pub cost_ns: u64,
+    /// FUSE/SPLIT: the slowest waited-for CPU's own work, timed on it.
+    #[serde(default)]
+    pub local_ns: u64,
     pub run_ns: u64,
     pub fused_ns: u64,
     pub level: u32,
@@ -142,6 +145,7 @@ impl Event {
             cgroup_id: raw.cgroup_id,
             latency_ns: raw.latency_ns,
             cost_ns: raw.cost_ns,
+            local_ns: raw.local_ns as u64,
             run_ns: raw.run_ns,
             fused_ns: raw.fused_ns,
             level: raw.level,
@@ -169,7 +173,7 @@ impl fmt::Display for Event {
                 if self.kind == Kind::Split {
                     write!(f, " reason={} fused_ns={}", split_reason(self.reason), self.run_ns)?;
                 }
-                write!(f, " latency_ns={} cost_ns={}", self.latency_ns, self.cost_ns)?;
+                write!(f, " latency_ns={} cost_ns={} local_ns={}", self.latency_ns, self.cost_ns, self.local_ns)?;
                 if self.superseded {
                     write!(f, " superseded")?;
                 }
@@ -229,9 +233,11 @@ mod tests {
         ev.cpus[0] = 0;
         ev.cpus[1] = 1;
         ev.latency_ns = 1500;
+        ev.cost_ns = 900;
+        ev.local_ns = 700;
         let line = Event::parse(&data).unwrap().to_string();
         assert!(line.contains("split cpu=3 pid=42 cgroup=7 cpus=0,1 reason=tick"), "{line}");
-        assert!(line.contains("latency_ns=1500"), "{line}");
+        assert!(line.contains("latency_ns=1500 cost_ns=900 local_ns=700"), "{line}");
     }
 
     #[test]
@@ -249,10 +255,12 @@ mod tests {
         ev.nr_cpus = 2;
         ev.cpus[1] = 1;
         ev.latency_ns = 1234;
+        ev.local_ns = 56;
         let e = Event::parse(&data).unwrap();
         let json = serde_json::to_string(&e).unwrap();
         assert!(json.contains("\"kind\":\"split\""), "{json}");
         assert!(json.contains("\"latency_ns\":1234"), "{json}");
+        assert!(json.contains("\"local_ns\":56"), "{json}");
         assert_eq!(serde_json::from_str::<Event>(&json).unwrap(), e);
     }
 

@@ -434,6 +434,7 @@ mod tests {
             cgroup_id: 28,
             latency_ns: latency_us * 1000,
             cost_ns: 2000,
+            local_ns: 1000,
             run_ns: 0,
             fused_ns: 0,
             level: 2,

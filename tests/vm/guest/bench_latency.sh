@@ -32,10 +32,18 @@ pct() {
 field() { sed -n "s/.* $1=\([0-9]*\).*/\1/p"; }
 us() { awk -v n="$1" 'BEGIN { if (n == "-") print "-"; else printf "%.1f", n / 1000 }'; }
 
-grep -E "^event  *fuse .*cpus=0,1 " "$AGENT_LOG" | grep -v superseded | field latency_ns >/tmp/fuse.lat
-grep -E "^event  *fuse .*cpus=0,1 " "$AGENT_LOG" | field cost_ns >/tmp/fuse.cost
-grep -E "^event  *split .*cpus=0,1 " "$AGENT_LOG" | grep -v superseded | field latency_ns >/tmp/split.lat
-grep -E "^event  *split .*cpus=0,1 " "$AGENT_LOG" | field cost_ns >/tmp/split.cost
+# The critical path: the deciding CPU's cost plus the borrowed CPU's own
+# work, each timed locally (bare metal adds one IPI between them).
+critical() { awk '{ c = l = ""; for (i = 1; i <= NF; i++) {
+	if ($i ~ /^cost_ns=/) c = substr($i, 9); if ($i ~ /^local_ns=/) l = substr($i, 10) }
+	if (c != "" && l != "") print c + l }'; }
+for k in fuse split; do
+	grep -E "^event  *$k .*cpus=0,1 " "$AGENT_LOG" >/tmp/$k.ev
+	grep -v superseded /tmp/$k.ev | field latency_ns >/tmp/$k.lat
+	field cost_ns </tmp/$k.ev >/tmp/$k.cost
+	grep -v superseded /tmp/$k.ev | field local_ns >/tmp/$k.local
+	grep -v superseded /tmp/$k.ev | critical >/tmp/$k.crit
+done
 field offline_ns </tmp/hotplug.log >/tmp/off.lat
 field online_ns </tmp/hotplug.log >/tmp/on.lat
 field offline_ns </tmp/hotplug_busy.log >/tmp/off_busy.lat
@@ -51,8 +59,12 @@ row() {
 }
 row "fuse end-to-end (decision->idle)" /tmp/fuse.lat
 row "fuse decision cost (rep CPU)" /tmp/fuse.cost
+row "fuse local work (borrowed CPU)" /tmp/fuse.local
+row "fuse critical path (cost+local)" /tmp/fuse.crit
 row "split end-to-end (decision->back)" /tmp/split.lat
 row "split decision cost (rep CPU)" /tmp/split.cost
+row "split local work (given-back CPU)" /tmp/split.local
+row "split critical path (cost+local)" /tmp/split.crit
 row "sysfs offline cpu1, idle VM" /tmp/off.lat
 row "sysfs online cpu1, idle VM" /tmp/on.lat
 row "sysfs offline cpu1, all CPUs busy" /tmp/off_busy.lat
@@ -62,6 +74,6 @@ ratio() { # ratio NUM_FILE DEN_FILE P
 	awk -v a="$(pct "$1" "$3")" -v b="$(pct "$2" "$3")" 'BEGIN { if (b > 0) printf "%.0f", a / b; else print "-" }'
 }
 for load in "" _busy; do
-	echo "BENCH ratio p50 (hotplug ${load:-_idle}): offline/fuse-e2e=$(ratio /tmp/off$load.lat /tmp/fuse.lat 50)x online/split-e2e=$(ratio /tmp/on$load.lat /tmp/split.lat 50)x offline/fuse-cost=$(ratio /tmp/off$load.lat /tmp/fuse.cost 50)x online/split-cost=$(ratio /tmp/on$load.lat /tmp/split.cost 50)x"
+	echo "BENCH ratio p50 (hotplug ${load:-_idle}): offline/fuse-e2e=$(ratio /tmp/off$load.lat /tmp/fuse.lat 50)x online/split-e2e=$(ratio /tmp/on$load.lat /tmp/split.lat 50)x offline/fuse-critical=$(ratio /tmp/off$load.lat /tmp/fuse.crit 50)x online/split-critical=$(ratio /tmp/on$load.lat /tmp/split.crit 50)x"
 done
 [ "$(grep -c . /tmp/fuse.lat)" -ge 1000 ] || echo "BENCH note: fewer than 1000 fuse samples"

@@ -5,6 +5,22 @@
 # progress every time and the scheduler is never ejected.
 . /opt/chameleon/guest/lib.sh
 
+# Fuses of A preempt B on CPU 1, so they wait for CPU 1: every reported event
+# must carry CPU 1's own time (local_ns), which lies inside its end-to-end
+# latency (a lower bound when superseded, so those are left out).
+check_local_times() {
+	r=$(grep -E "^event  *(fuse|split) .*cpus=0,1 " "$AGENT_LOG" | grep -v superseded | awk '
+		{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+		v["latency_ns"] > v["cost_ns"] { waited++; if (v["local_ns"] > 0) timed++ }
+		v["local_ns"] + 0 > v["latency_ns"] + 0 { bad++ }
+		END { printf "%d %d %d\n", waited, timed, bad }')
+	set -- $r
+	ok "local times: $2 of $1 waited-for events timed on the borrowed CPU, $3 outside their latency"
+	[ "$1" -gt 0 ] || fail "no fuse or split waited for CPU 1"
+	[ "$3" -eq 0 ] || fail "$3 events with local_ns > latency_ns"
+	[ "$2" -eq "$1" ] || fail "only $2 of $1 waited-for events have local_ns"
+}
+
 make_cgroup seq
 # Reference: B's work in 2 s alone on CPU 1, to express B's progress.
 solo=$(spin -c 1 2 | sed -n 's/.*loops=//p')
@@ -27,5 +43,6 @@ for case in "100 0 5" "1 30 70" "0.01 80 100"; do
 	ok "tax $tax: A fused $pct% of 20 s ($(count_events fuse) fuses, $(count_events split) splits); B did $bl loops in 21 s ($solo in 2 s alone)"
 	[ "$pct" -ge "$lo" ] && [ "$pct" -le "$hi" ] || fail "tax $tax: A fused $pct%, expected $lo..$hi%"
 	[ "${bl:-0}" -gt 0 ] || fail "tax $tax: B made no progress"
+	[ "$tax" = 1 ] && check_local_times
 done
 pass
