@@ -255,6 +255,25 @@ static void retag(struct task_struct *p, struct task_ctx *tctx, u64 cgid)
 	emit_demand(p, cpu, cgid, level);
 }
 
+/*
+ * An idle CPU @p may use that is not lent to an object, or -1. A lent CPU
+ * idles on purpose, so the kernel's idle tracking hands it out like any
+ * other; each one the picker returns here has its idle bit taken, which
+ * keeps it out of later picks until it idles again after its object splits.
+ */
+static s32 pick_idle_unlent(struct task_struct *p)
+{
+	s32 cpu;
+	u32 i;
+
+	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS) {
+		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+		if (cpu < 0 || !cpu_borrowed(cpu))
+			return cpu;
+	}
+	return -1;
+}
+
 s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
@@ -275,8 +294,19 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	}
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
-	/* A borrowed CPU looks idle but is lent: queue instead (enqueue decides). */
-	if (is_idle && !cpu_borrowed(cpu)) {
+	/*
+	 * A lent CPU looks idle but is not: prefer a really idle one. With none,
+	 * queue on the lent CPU and compete with the object there (enqueue).
+	 */
+	if (is_idle && cpu_borrowed(cpu)) {
+		s32 other = pick_idle_unlent(p);
+
+		if (other >= 0)
+			cpu = other;
+		else
+			is_idle = false;
+	}
+	if (is_idle) {
 		struct chameleon_cpu_stats *st = stats_here();
 
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
@@ -353,8 +383,8 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	/* An idle CPU the task may use steals it in its dispatch. */
-	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-	if (idle >= 0 && !cpu_borrowed(idle)) {
+	idle = pick_idle_unlent(p);
+	if (idle >= 0) {
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 		if (st)
 			st->nr_kicks++;
