@@ -306,6 +306,23 @@ enum Msg {
     Redraw,
 }
 
+impl Model {
+    /// Apply one message; false when it asks to quit.
+    fn on_msg(&mut self, msg: Msg, now: Instant) -> bool {
+        match msg {
+            Msg::Event(ev) => self.on_event(*ev, now),
+            Msg::Connected => self.connected = true,
+            Msg::Disconnected => {
+                self.connected = false;
+                self.status = None;
+            }
+            Msg::Key(c) => return self.on_key(c),
+            Msg::Redraw => {}
+        }
+        true
+    }
+}
+
 /// Follow the agent's event stream, reconnecting whenever it goes away.
 fn follow_events(socket: std::path::PathBuf, tx: tokio::sync::mpsc::UnboundedSender<Msg>) {
     use std::io::BufRead;
@@ -378,21 +395,19 @@ pub fn run(socket: &std::path::Path, status_path: &std::path::Path) -> anyhow::R
         let mut m = Model::default();
         loop {
             tokio::select! {
-                msg = rx.recv() => match msg {
-                    Some(Msg::Event(ev)) => m.on_event(*ev, Instant::now()),
-                    Some(Msg::Connected) => m.connected = true,
-                    Some(Msg::Disconnected) => {
-                        m.connected = false;
-                        m.status = None;
+                msg = rx.recv() => {
+                    let Some(msg) = msg else { return Ok(()) };
+                    // Take everything queued before drawing once: a draw per
+                    // event falls behind a busy stream (and a slow terminal),
+                    // and the screen would then show the past.
+                    let mut batch = vec![msg];
+                    while let Ok(more) = rx.try_recv() {
+                        batch.push(more);
                     }
-                    Some(Msg::Key(c)) => {
-                        if !m.on_key(c) {
-                            return Ok(());
-                        }
+                    if !batch.into_iter().all(|msg| m.on_msg(msg, Instant::now())) {
+                        return Ok(());
                     }
-                    Some(Msg::Redraw) => {}
-                    None => return Ok(()),
-                },
+                }
                 _ = tick.tick() => {
                     if m.connected {
                         m.status = crate::status::read(status_path).ok();
