@@ -92,3 +92,39 @@ wait_log() {
 		usleep 50000
 	done
 }
+
+# --- The kernel's own accounting (not the scheduler's counters) ---
+
+# "IDLE TOTAL" jiffies of one CPU from /proc/stat (idle + iowait; all fields).
+cpu_jiffies() {
+	awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= NF; i++) t += $i; print $5 + $6, t }' /proc/stat
+}
+
+# idle_pct "IDLE0 TOTAL0" "IDLE1 TOTAL1": the CPU's idle share between two
+# cpu_jiffies samples, in percent (integer).
+idle_pct() {
+	echo "$1 $2" | awk '{ d = $4 - $2; print (d > 0) ? int(($3 - $1) * 100 / d) : -1 }'
+}
+
+# CPU time the kernel accounted to a task, ns (/proc/PID/schedstat field 1).
+run_ns() {
+	cut -d' ' -f1 "/proc/$1/schedstat" 2>/dev/null || echo 0
+}
+
+# longest_stall PID SECONDS: sample the task's CPU time every 100 ms for
+# SECONDS; print "LONGEST_MS TOTAL_RUN_MS": the longest stretch in which the
+# kernel accounted it no CPU time at all, and what it got in total.
+longest_stall() {
+	pid=$1 end=$(( $(now_ms) + $2 * 1000 ))
+	last=$(run_ns "$pid") first=$last since=$(now_ms) worst=0
+	while [ "$(now_ms)" -lt "$end" ]; do
+		usleep 100000
+		cur=$(run_ns "$pid") t=$(now_ms)
+		if [ "$cur" != "$last" ]; then
+			last=$cur since=$t
+		elif [ $(( t - since )) -gt "$worst" ]; then
+			worst=$(( t - since ))
+		fi
+	done
+	echo "$worst $(( (last - first) / 1000000 ))"
+}

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * spin: a CPU-bound task for the VM tests.
- *   spin [-c CPU] [-g CGROUP_DIR] SECONDS
+ *   spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] SECONDS
  * Optionally pins itself to CPU and moves itself into CGROUP_DIR (so that it
- * is tagged), then burns CPU for SECONDS of wall time and prints
+ * is tagged), then burns CPU for SECONDS of wall time (with -b: in bursts of
+ * RUN_MS separated by sleeps of SLEEP_MS, a bursty task; -n sets its nice
+ * value, -f makes it SCHED_FIFO at RT_PRIO) and prints
  * "spin pid=P seconds=S loops=N" (N: work done, for speed comparisons).
  */
 #define _GNU_SOURCE
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static double now(void)
@@ -29,20 +32,31 @@ int main(int argc, char **argv)
 	unsigned long long loops = 0;
 	volatile unsigned long long sink = 0;
 	double secs, end;
-	int opt, cpu = -1;
+	int opt, cpu = -1, run_ms = 0, sleep_ms = 0, nice_val = 0, rt_prio = 0;
+	int set_nice = 0;
+	double burst_end = 0;
 	char *tail;
 
-	while ((opt = getopt(argc, argv, "c:g:")) != -1) {
+	while ((opt = getopt(argc, argv, "c:g:b:n:f:")) != -1) {
 		switch (opt) {
 		case 'c': cpu = atoi(optarg); break;
 		case 'g': cgroup = optarg; break;
+		case 'n': nice_val = atoi(optarg); set_nice = 1; break;
+		case 'f': rt_prio = atoi(optarg); break;
+		case 'b':
+			if (sscanf(optarg, "%d:%d", &run_ms, &sleep_ms) != 2 ||
+			    run_ms <= 0 || sleep_ms < 0) {
+				fprintf(stderr, "spin: bad -b '%s' (RUN_MS:SLEEP_MS)\n", optarg);
+				return 2;
+			}
+			break;
 		default:
-			fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] SECONDS\n");
+			fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] SECONDS\n");
 			return 2;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] SECONDS\n");
+		fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] SECONDS\n");
 		return 2;
 	}
 	secs = strtod(argv[optind], &tail);
@@ -71,8 +85,25 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (set_nice && setpriority(PRIO_PROCESS, 0, nice_val)) {
+		fprintf(stderr, "spin: nice %d: %s\n", nice_val, strerror(errno));
+		return 1;
+	}
+	if (rt_prio > 0) {
+		struct sched_param sp = { .sched_priority = rt_prio };
+
+		if (sched_setscheduler(0, SCHED_FIFO, &sp)) {
+			fprintf(stderr, "spin: SCHED_FIFO %d: %s\n", rt_prio, strerror(errno));
+			return 1;
+		}
+	}
 	end = now() + secs;
+	burst_end = now() + run_ms / 1e3;
 	while (now() < end) {
+		if (run_ms && now() >= burst_end) {
+			usleep(sleep_ms * 1000);
+			burst_end = now() + run_ms / 1e3;
+		}
 		for (int i = 0; i < 100000; i++)
 			sink += i;
 		loops++;
