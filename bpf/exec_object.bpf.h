@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Execution objects in the BPF policy: fuse, split, taxation (Chameleon §3.3,
- * §4.3.1-§4.3.3). Included once, by main.bpf.c, after the per-CPU state.
+ * §4.3.1-§4.3.3) and the bounds that keep them from stranding anyone.
+ * Included once, by main.bpf.c, after the per-CPU state.
  *
  * A tagged task that the agent gave an object (map `assignments`) is queued on
  * its representative CPU. Each time it starts running there, it tries to fuse:
@@ -12,22 +13,42 @@
  * nothing but per-CPU kthreads (what a processor proxy would serve), so it
  * goes idle: that is what keeps the neighbour's resources for the fused task.
  *
- * While fused, the task's virtual threads are charged tax. On tick, and when
- * a task becomes runnable on a borrowed CPU, a waiter whose vtime is earlier
- * than the virtual thread's splits the object once it ran its minimum
- * granularity. Blocking, being preempted on the representative, exiting,
- * losing the object or a CPU going offline split it too.
+ * While fused, the task's virtual threads are charged tax, for the time a
+ * lent CPU had someone waiting (borrowing an idle CPU costs nobody anything).
+ * On tick, and when a task becomes runnable on a lent CPU, a waiter whose
+ * vtime is earlier than the virtual thread's splits the object once it ran
+ * its minimum granularity (§4.3.2).
+ *
+ * Bounds (ours; CFS has no watchdog, sched_ext does):
+ * - lending: a task that waits on a lent CPU for --lend-wait-ms gets it back
+ *   (split reason "bound"), whatever the vtimes say, and the CPU is not lent
+ *   again for one slice, so the waiter runs;
+ * - an object lives only while its owner runs on its representative: it is
+ *   split when the owner blocks, is preempted with slice left (a higher
+ *   class, a migration), runs elsewhere, exits or loses its tag;
+ * - a guard timer checks both every CHAMELEON_GUARD_NS even if no hook of
+ *   the object's CPUs runs, and frees a CPU whose lender is gone.
  *
  * Concurrency: only the representative CPU fuses (in running()). A split may
- * be decided on any CPU; the FUSED -> NATIVE transition is a compare-and-swap
- * on the representative's state, so exactly one CPU performs it. Borrowing a
- * CPU is a compare-and-swap on its borrowed_by, so two objects never share
- * one. Tax owed for the time between a remote split and the owner's next
- * tick/stop is charged then (charged_until/split_at), never lost.
+ * be decided on any CPU; FUSED -> SPLITTING is a compare-and-swap on the
+ * representative's state, so exactly one CPU performs it, and the state
+ * becomes NATIVE (allowing the next fuse) only once the borrowed CPUs are
+ * released. Borrowing a CPU is a compare-and-swap on its borrowed_by, so two
+ * objects never share one. The assignment is copied once before use: the
+ * agent may replace it at any moment. Tax owed for the time between a remote
+ * split and the owner's next tick/stop is charged then, never lost.
  */
 
 /* Set by the agent before load. */
 const volatile u64 min_gran_ns = 1000ULL * 1000;
+const volatile u64 lend_wait_ns = 50ULL * 1000 * 1000;
+
+#ifndef CLOCK_MONOTONIC
+#define CLOCK_MONOTONIC	1
+#endif
+
+/* Period of the guard timer: well inside the lending bound. */
+#define CHAMELEON_GUARD_NS	(10ULL * 1000 * 1000)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -46,6 +67,7 @@ struct {
 enum rep_state {
 	REP_NATIVE	= 0,
 	REP_FUSED	= 1,
+	REP_SPLITTING	= 2,	/* a split is releasing the CPUs; no fuse yet */
 };
 
 /* The object a representative CPU is running fused (valid while FUSED). */
@@ -58,28 +80,29 @@ struct rep_ctx {
 	u32	pending;		/* borrowed positions not yet idle / back */
 	u32	pending_kind;		/* event to emit when pending drains */
 	u32	generation;		/* of the assignment it was fused from */
+	u32	tax;			/* hundredths, refreshed from the assignment */
+	u32	local_max;		/* slowest borrowed CPU's own work, ns */
 	u64	owner_cgid;
 	u64	decision_at;		/* of the fuse or split in flight */
 	u64	decision_cost;
-	u32	local_max;		/* slowest borrowed CPU's own work, ns */
-	u32	pad;
 	u64	fused_at;
 	u64	split_at;
 	u64	charged_until;		/* tax charged up to here */
 	s32	cpus[CHAMELEON_OBJ_MAX_CPUS];
-};
+} __attribute__((aligned(CHAMELEON_CACHELINE)));
 
 struct rep_ctx reps[CHAMELEON_MAX_CPUS];
 
-/* Per CPU: representative + 1 of the object borrowing it, 0 if none. */
-s32 borrowed_by[CHAMELEON_MAX_CPUS];
-/* Per CPU: representative + 1 whose fuse/split waits for this CPU, 0 if none. */
-s32 pending_for[CHAMELEON_MAX_CPUS];
-/*
- * Per CPU: when its dispatch for the pending fuse/split began, while it waits
- * for the switch that completes it (0: not dispatched yet).
- */
-u64 local_from[CHAMELEON_MAX_CPUS];
+struct guard {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct guard);
+} guard_timer SEC(".maps");
 
 /*
  * Walk the lent positions of an object: i = 1 .. nr - 1 with c = cpus[i],
@@ -87,7 +110,7 @@ u64 local_from[CHAMELEON_MAX_CPUS];
  */
 #define for_each_lent(i, c, cpus, nr)					\
 	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS)				\
-		if (i < (nr) && cpu_valid((c) = (cpus)[i]))
+		if (i < (nr) && cpu_valid((c) = (cpus)[i & (CHAMELEON_OBJ_MAX_CPUS - 1)]))
 
 static struct rep_ctx *rep_ctx(s32 cpu)
 {
@@ -96,17 +119,40 @@ static struct rep_ctx *rep_ctx(s32 cpu)
 
 static bool cpu_borrowed(s32 cpu)
 {
-	return cpu_valid(cpu) && borrowed_by[CPU_IDX(cpu)] != 0;
+	return cpu_valid(cpu) && cpu_ctx(cpu)->borrowed_by != 0;
 }
 
-static struct chameleon_assignment *task_assignment(struct task_struct *p,
-						    struct task_ctx *tctx)
+/*
+ * Copy @p's assignment: the agent may replace the map value at any time
+ * (a preallocated element is reused), so it is read once, here.
+ */
+static bool assignment_of(struct task_struct *p, struct chameleon_assignment *a)
 {
+	struct chameleon_assignment *v;
 	s32 pid = p->pid;
 
+	v = bpf_map_lookup_elem(&assignments, &pid);
+	if (!v)
+		return false;
+	__builtin_memcpy(a, v, sizeof(*a));
+	return a->nr_cpus <= CHAMELEON_OBJ_MAX_CPUS;
+}
+
+/* The representative @p belongs on, if it has an object it may run there; else -1. */
+static s32 task_rep(struct task_struct *p, struct task_ctx *tctx)
+{
+	struct chameleon_assignment *a;
+	s32 pid = p->pid, rep;
+
 	if (!tctx->tagged)
-		return NULL;
-	return bpf_map_lookup_elem(&assignments, &pid);
+		return -1;
+	a = bpf_map_lookup_elem(&assignments, &pid);
+	if (!a)
+		return -1;
+	rep = a->cpus[0];
+	if (!cpu_valid(rep) || !bpf_cpumask_test_cpu(rep, p->cpus_ptr))
+		return -1;
+	return rep;
 }
 
 /* Position of @cpu in @rc's object, or -1. */
@@ -167,13 +213,14 @@ static void note_local(struct rep_ctx *rc, u64 ns)
  */
 static void pending_done(s32 cpu, u64 local)
 {
+	struct cpu_ctx *cc = cpu_ctx(cpu);
 	struct rep_ctx *rc;
-	s32 rep = pending_for[CPU_IDX(cpu)] - 1;
+	s32 rep = cc->pending_for - 1;
 	int pos;
 	u32 bit, old;
 
-	pending_for[CPU_IDX(cpu)] = 0;
-	local_from[CPU_IDX(cpu)] = 0;
+	cc->pending_for = 0;
+	cc->local_from = 0;
 	rc = rep_ctx(rep);
 	if (!rc)
 		return;
@@ -201,11 +248,12 @@ static void pending_done(s32 cpu, u64 local)
  */
 static void pending_dispatched(s32 cpu, u64 t0, bool dispatched)
 {
-	struct rep_ctx *rc = rep_ctx(pending_for[CPU_IDX(cpu)] - 1);
+	struct cpu_ctx *cc = cpu_ctx(cpu);
+	struct rep_ctx *rc = rep_ctx(cc->pending_for - 1);
 	bool lent = rc && rc->pending_kind != CHAMELEON_EV_SPLIT;
 
-	if (lent ? cpu_ctxs[CPU_IDX(cpu)].running : dispatched) {
-		local_from[CPU_IDX(cpu)] = t0;
+	if (lent ? cc->running : dispatched) {
+		cc->local_from = t0;
 		return;
 	}
 	pending_done(cpu, bpf_ktime_get_ns() - t0);
@@ -214,12 +262,13 @@ static void pending_dispatched(s32 cpu, u64 t0, bool dispatched)
 /* A task stops (@stopping) or starts on @cpu: the switch a pending CPU awaited? */
 static void pending_switched(s32 cpu, bool stopping)
 {
+	struct cpu_ctx *cc = cpu_ctx(cpu);
 	struct rep_ctx *rc;
-	u64 t0 = local_from[CPU_IDX(cpu)];
+	u64 t0 = cc->local_from;
 
-	if (!t0 || !pending_for[CPU_IDX(cpu)])
+	if (!t0 || !cc->pending_for)
 		return;
-	rc = rep_ctx(pending_for[CPU_IDX(cpu)] - 1);
+	rc = rep_ctx(cc->pending_for - 1);
 	if (rc && (rc->pending_kind != CHAMELEON_EV_SPLIT) == stopping)
 		pending_done(cpu, bpf_ktime_get_ns() - t0);
 }
@@ -262,6 +311,8 @@ static bool cpu_competitor_vtime(s32 c, struct cpu_ctx *cc, u64 now, u64 *vtime)
 /*
  * Charge tax for fused time up to now (or up to the split, if the object was
  * split from another CPU since). Runs on the representative with @p current.
+ * Only lent CPUs that had someone waiting are charged: an idle neighbour
+ * lends for free, so borrowing it leaves no debt to be punished for later.
  */
 static void charge_tax(struct task_struct *p, struct task_ctx *tctx,
 		       struct rep_ctx *rc, u64 now)
@@ -275,36 +326,44 @@ static void charge_tax(struct task_struct *p, struct task_ctx *tctx,
 		return;
 	delta = end - rc->charged_until;
 	rc->charged_until = end;
-	charge = chameleon_tax_charge(delta, p->scx.weight, tctx->tax);
-	for_each_lent(i, c, rc->cpus, rc->nr_cpus)
-		tctx->vruntimes[i] += charge;
+	charge = chameleon_tax_charge(delta, p->scx.weight, rc->tax);
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
+		if (scx_bpf_dsq_nr_queued(c))
+			tctx->vruntimes[i & (CHAMELEON_OBJ_MAX_CPUS - 1)] += charge;
+	}
 	tctx->fused_ns += delta;
 }
 
 /*
  * Give the borrowed CPUs back. Any CPU may call it; the CAS makes exactly one
- * caller do the work. Each released CPU is kicked so that it serves its queue.
+ * caller do the work, and the representative may fuse again only once it is
+ * done (NATIVE is published last). Each released CPU is kicked so that it
+ * serves its queue.
  */
 static void split(s32 rep, u32 reason)
 {
 	struct rep_ctx *rc = rep_ctx(rep);
 	struct chameleon_cpu_stats *st = stats_here();
 	u64 t0 = bpf_ktime_get_ns();
-	u32 i, pending = 0;
+	u32 i, pending = 0, nr;
 	s32 c;
 
-	if (!rc || !__sync_bool_compare_and_swap(&rc->state, REP_FUSED, REP_NATIVE))
+	if (!rc || !__sync_bool_compare_and_swap(&rc->state, REP_FUSED, REP_SPLITTING))
 		return;
 	supersede(rep, rc, t0);
+	nr = rc->nr_cpus;
 	rc->reason = reason;
 	rc->split_at = t0;
 	rc->decision_at = t0;
-	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
-		borrowed_by[CPU_IDX(c)] = 0;
-		if (cpu_ctxs[CPU_IDX(c)].online) {
+	for_each_lent(i, c, rc->cpus, nr) {
+		struct cpu_ctx *cc = cpu_ctx(c);
+
+		__sync_bool_compare_and_swap(&cc->borrowed_by, rep + 1, 0);
+		cc->lend_wait_since = 0;
+		if (cc->online) {
 			pending |= 1U << i;
-			local_from[CPU_IDX(c)] = 0;
-			pending_for[CPU_IDX(c)] = rep + 1;
+			cc->local_from = 0;
+			cc->pending_for = rep + 1;
 		}
 	}
 	rc->pending_kind = CHAMELEON_EV_SPLIT;
@@ -312,29 +371,47 @@ static void split(s32 rep, u32 reason)
 	/* Kicks only queue IPIs; the cost is the decision itself. */
 	rc->decision_cost = bpf_ktime_get_ns() - t0;
 	rc->pending = pending;
-	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
+	for_each_lent(i, c, rc->cpus, nr) {
 		if (pending & (1U << i))
 			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
 	}
-	if (st)
+	if (st) {
 		st->nr_split++;
+		if (reason == CHAMELEON_SPLIT_BOUND)
+			st->nr_bound_splits++;
+	}
 	if (!pending)
 		emit_object(CHAMELEON_EV_SPLIT, rep, rc, rc->decision_cost, 0);
+	__sync_bool_compare_and_swap(&rc->state, REP_SPLITTING, REP_NATIVE);
+}
+
+/* Split the object @tctx's task last fused on, if it still owns it. */
+static void split_owned(struct task_ctx *tctx, s32 pid, u32 reason)
+{
+	struct rep_ctx *rc;
+	s32 rep = tctx->fused_rep - 1;
+
+	rc = rep_ctx(rep);
+	if (!rc)
+		return;
+	tctx->fused_rep = 0;
+	if (rc->owner == pid)
+		split(rep, reason);
 }
 
 /* Put back CPUs borrowed in positions [1, upto) after a lost race. */
-static void unborrow(struct chameleon_assignment *a, u32 upto)
+static void unborrow(struct chameleon_assignment *a, s32 rep, u32 upto)
 {
 	u32 i;
 	s32 c;
 
 	for_each_lent(i, c, a->cpus, upto)
-		borrowed_by[CPU_IDX(c)] = 0;
+		__sync_bool_compare_and_swap(&cpu_ctx(c)->borrowed_by, rep + 1, 0);
 }
 
 /*
  * @p starts running on @cpu, its representative: fuse as much of its object
- * as its virtual threads allow (§4.3.1).
+ * @a (a private copy) as its virtual threads allow (§4.3.1).
  */
 static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 		     struct chameleon_assignment *a, s32 cpu)
@@ -349,14 +426,18 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 		return;
 
 	for_each_lent(i, c, a->cpus, nr) {
-		struct cpu_ctx *cc = &cpu_ctxs[CPU_IDX(c)];
+		struct cpu_ctx *cc = cpu_ctx(c);
 		u64 other = 0;
 		bool busy;
 
-		if (borrowed_by[CPU_IDX(c)])
+		/* Lent elsewhere, a representative itself, or owed to its waiters. */
+		if (cc->borrowed_by || reps[CPU_IDX(c)].state != REP_NATIVE ||
+		    chameleon_vtime_before(t0, cc->lend_block_until))
 			continue;
 		busy = cpu_competitor_vtime(c, cc, t0, &other);
-		if (chameleon_may_borrow(cc->online, !busy, tctx->vruntimes[i], other))
+		if (chameleon_may_borrow(cc->online, !busy,
+					 tctx->vruntimes[i & (CHAMELEON_OBJ_MAX_CPUS - 1)],
+					 other))
 			ok |= 1U << i;
 	}
 	size = chameleon_fuse_size(nr, ok);
@@ -371,8 +452,8 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 			break;
 		c = a->cpus[i];
 		if (!cpu_valid(c) ||
-		    !__sync_bool_compare_and_swap(&borrowed_by[CPU_IDX(c)], 0, cpu + 1)) {
-			unborrow(a, i);
+		    !__sync_bool_compare_and_swap(&cpu_ctx(c)->borrowed_by, 0, cpu + 1)) {
+			unborrow(a, cpu, i);
 			return;
 		}
 	}
@@ -381,6 +462,7 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	rc->nr_cpus = size;
 	rc->nr_requested = nr;
 	rc->generation = a->generation;
+	rc->tax = a->tax;
 	rc->owner = p->pid;
 	rc->owner_cgid = task_cgroup_id(p);
 	rc->fused_at = t0;
@@ -388,16 +470,21 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	rc->decision_at = t0;
 	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS)
 		rc->cpus[i] = i < size ? a->cpus[i] : -1;
+	tctx->fused_rep = cpu + 1;
 
 	/*
 	 * Kick every borrowed CPU, idle or not: one that looked idle may have
-	 * picked a task since we looked. Only the busy ones are waited for.
+	 * picked a task since we looked. Only the busy ones are waited for, and
+	 * their tasks (and any already queued) start the lending bound.
 	 */
 	for_each_lent(i, c, a->cpus, size) {
-		if (cpu_ctxs[CPU_IDX(c)].running) {
+		struct cpu_ctx *cc = cpu_ctx(c);
+
+		cc->lend_wait_since = cc->running || scx_bpf_dsq_nr_queued(c) ? t0 : 0;
+		if (cc->running) {
 			pending |= 1U << i;
-			local_from[CPU_IDX(c)] = 0;
-			pending_for[CPU_IDX(c)] = cpu + 1;
+			cc->local_from = 0;
+			cc->pending_for = cpu + 1;
 		}
 	}
 	rc->pending_kind = size < nr ? CHAMELEON_EV_PARTIAL_FUSE : CHAMELEON_EV_FUSE;
@@ -418,8 +505,30 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 }
 
 /*
+ * Has a waiter on one of @rc's lent CPUs reached the lending bound? Those
+ * CPUs are then not lent again for a slice, so that the waiter runs.
+ */
+static bool lend_due(struct rep_ctx *rc, u64 now)
+{
+	bool due = false;
+	u32 i;
+	s32 c;
+
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
+		struct cpu_ctx *cc = cpu_ctx(c);
+
+		if (chameleon_lend_due(now, cc->lend_wait_since,
+				       scx_bpf_dsq_nr_queued(c) > 0, lend_wait_ns)) {
+			cc->lend_block_until = now + slice_ns;
+			due = true;
+		}
+	}
+	return due;
+}
+
+/*
  * Must the object of representative @rep split for a waiter on one of its
- * borrowed CPUs? @owner is the fused task's context.
+ * borrowed CPUs (§4.3.2)? @owner is the fused task's context.
  */
 static bool waiter_due(struct rep_ctx *rc, struct task_ctx *owner, u64 now)
 {
@@ -438,19 +547,23 @@ static bool waiter_due(struct rep_ctx *rc, struct task_ctx *owner, u64 now)
 }
 
 /*
- * A task was queued on borrowed @cpu: split now if it is due (§4.3.2, "when a
- * task becomes runnable on a borrowed CPU"). The owner's context is not at
- * hand on this CPU, so its virtual thread's vtime is read through the task.
+ * A task other than a pcpu kthread was queued on lent @cpu: its wait starts
+ * the lending bound, and the object splits now if its vtime is due (§4.3.2,
+ * "when a task becomes runnable on a borrowed CPU"). The owner's context is
+ * not at hand on this CPU, so its virtual thread is read through the task.
  */
-static void check_waiter_on_borrowed(s32 cpu, struct task_struct *waiter)
+static void waiter_on_lent(s32 cpu, struct task_struct *waiter)
 {
+	struct cpu_ctx *cc = cpu_ctx(cpu);
 	struct task_struct *owner;
 	struct task_ctx *octx;
 	struct rep_ctx *rc;
-	s32 rep = borrowed_by[CPU_IDX(cpu)] - 1;
+	s32 rep = cc->borrowed_by - 1;
 	int pos;
 	u64 now = bpf_ktime_get_ns();
 
+	if (!cc->lend_wait_since)
+		cc->lend_wait_since = now;
 	rc = rep_ctx(rep);
 	if (!rc || rc->state != REP_FUSED)
 		return;
@@ -458,8 +571,11 @@ static void check_waiter_on_borrowed(s32 cpu, struct task_struct *waiter)
 	if (pos < 0)
 		return;
 	owner = bpf_task_from_pid(rc->owner);
-	if (!owner)
+	if (!owner) {
+		/* Its owner is gone: nothing keeps the CPU lent. */
+		split(rep, CHAMELEON_SPLIT_EXIT);
 		return;
+	}
 	octx = bpf_task_storage_get(&task_ctxs, owner, 0, 0);
 	if (octx && chameleon_must_split(now - rc->fused_at, min_gran_ns, true,
 					 waiter->scx.dsq_vtime,
@@ -500,12 +616,70 @@ static void place_vthreads(struct task_ctx *tctx, struct chameleon_assignment *a
 	s32 c;
 
 	for_each_lent(i, c, a->cpus, a->nr_cpus) {
+		u64 *vr = &tctx->vruntimes[i & (CHAMELEON_OBJ_MAX_CPUS - 1)];
+
 		if (tctx->assign_gen != a->generation)
-			tctx->vruntimes[i] = cpu_ctxs[CPU_IDX(c)].vclock;
+			*vr = cpu_ctx(c)->vclock;
 		else
-			tctx->vruntimes[i] = chameleon_vthread_place(tctx->vruntimes[i],
-								     cpu_ctxs[CPU_IDX(c)].vclock);
+			*vr = chameleon_vthread_place(*vr, cpu_ctx(c)->vclock);
 	}
 	tctx->assign_gen = a->generation;
-	tctx->tax = a->tax;
+}
+
+/*
+ * Every CHAMELEON_GUARD_NS, whatever runs where: an object whose owner no
+ * longer runs on its representative, or whose waiter reached the lending
+ * bound, is split; a CPU lent to a representative that does not hold it is
+ * freed. Off the scheduling path, so a walk of the CPUs is fine here.
+ */
+static int guard_fn(void *map, int *key, struct bpf_timer *timer)
+{
+	u64 now = bpf_ktime_get_ns();
+	u32 cpu;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		struct rep_ctx *rc = rep_ctx(cpu);
+		struct cpu_ctx *cc;
+		s32 by;
+
+		if (!rc)
+			break;
+		cc = cpu_ctx(cpu);
+		if (rc->state == REP_FUSED) {
+			if (cc->curr_pid != rc->owner && now - rc->fused_at > CHAMELEON_GUARD_NS)
+				split(cpu, CHAMELEON_SPLIT_MIGRATE);
+			else if (lend_due(rc, now))
+				split(cpu, CHAMELEON_SPLIT_BOUND);
+		}
+		by = cc->borrowed_by;
+		if (by) {
+			struct rep_ctx *lender = rep_ctx(by - 1);
+
+			if (lender && lender->state == REP_NATIVE &&
+			    __sync_bool_compare_and_swap(&cc->borrowed_by, by, 0))
+				scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		}
+	}
+	bpf_timer_start(timer, CHAMELEON_GUARD_NS, 0);
+	return 0;
+}
+
+static s32 guard_start(void)
+{
+	struct guard *g;
+	u32 key = 0;
+	s32 ret;
+
+	g = bpf_map_lookup_elem(&guard_timer, &key);
+	if (!g) {
+		scx_bpf_error("no guard timer");
+		return -ENOENT;
+	}
+	ret = bpf_timer_init(&g->timer, &guard_timer, CLOCK_MONOTONIC);
+	if (ret) {
+		scx_bpf_error("guard timer init: %d", ret);
+		return ret;
+	}
+	bpf_timer_set_callback(&g->timer, guard_fn);
+	return bpf_timer_start(&g->timer, CHAMELEON_GUARD_NS, 0);
 }

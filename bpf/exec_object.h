@@ -62,6 +62,33 @@ static inline int chameleon_must_split(u64 fused_ns, u64 min_gran_ns,
 }
 
 /*
+ * The lending bound (ours; the paper ran on CFS, which has no watchdog): a
+ * lent CPU on which a task has waited since @wait_since (0: nobody waits) is
+ * given back once that wait reaches @bound_ns, whatever the vtimes say.
+ */
+static inline int chameleon_lend_due(u64 now, u64 wait_since, int has_waiter,
+				     u64 bound_ns)
+{
+	return has_waiter && wait_since && now - wait_since >= bound_ns;
+}
+
+/*
+ * Index into a CPU's steal order for the @i-th look of one dispatch: the
+ * @nr_near SMT siblings first, then the others from a rotating @start, so
+ * that successive dispatches visit every queue. Returns -1 past the end.
+ */
+static inline int chameleon_steal_pick(u32 i, u32 nr, u32 nr_near, u32 start)
+{
+	if (nr_near > nr)
+		nr_near = nr;
+	if (i < nr_near)
+		return i;
+	if (i >= nr || nr == nr_near)
+		return -1;
+	return nr_near + (start + i - nr_near) % (nr - nr_near);
+}
+
+/*
  * Where a virtual thread stands when its task becomes runnable: at the CPU's
  * clock, or further on if it still owes tax from earlier fusing (a sleep does
  * not wipe a debt).

@@ -23,6 +23,8 @@ enum chameleon_consts {
 	CHAMELEON_OBJ_MAX_LEVEL	= 3,
 	CHAMELEON_MAX_TAGS	= 4096,
 	CHAMELEON_MAX_ASSIGNED	= 8192,	/* tasks holding an object at once */
+	CHAMELEON_STEAL_SCAN	= 8,	/* other CPUs' queues one dispatch looks at */
+	CHAMELEON_CACHELINE	= 64,
 };
 
 /* SMT class of a tag (bi-modal SMT scheduling). */
@@ -68,6 +70,8 @@ enum chameleon_split_reason {
 	CHAMELEON_SPLIT_EXIT		= 5,	/* the fused task left the scheduler */
 	CHAMELEON_SPLIT_OFFLINE		= 6,	/* a CPU of the object went offline */
 	CHAMELEON_SPLIT_RETAG		= 7,	/* its object was taken away or changed */
+	CHAMELEON_SPLIT_BOUND		= 8,	/* a waiter on a lent CPU reached the lending bound */
+	CHAMELEON_SPLIT_MIGRATE		= 9,	/* the fused task left its representative */
 };
 
 /* Kinds of event sent through the ring buffer to the agent. */
@@ -140,6 +144,21 @@ struct chameleon_cpu_stats {
 	u64	nr_fuse_denied;	/* tries that found no CPU to borrow */
 	u64	nr_split;	/* splits decided on this CPU */
 	u64	nr_proxy_served; /* per-CPU kthreads run while this CPU was borrowed */
+	u64	nr_bound_splits; /* objects split because a waiter hit the lending bound */
+} __attribute__((aligned(CHAMELEON_CACHELINE)));	/* no false sharing between CPUs */
+
+/*
+ * Where one CPU steals from, nearest first (map `steal_orders`, one entry per
+ * CPU, written by the agent from the topology before attaching): its SMT
+ * siblings (the first nr_near), then the CPUs of its LLC, then the rest. A
+ * dispatch looks at the siblings and then at most CHAMELEON_STEAL_SCAN - nr_near
+ * of the others, from a start that rotates, so stealing is bounded and no
+ * queue is left unvisited.
+ */
+struct chameleon_steal_order {
+	u32	nr;		/* entries in cpus[] */
+	u32	nr_near;	/* SMT siblings, always looked at first */
+	s32	cpus[CHAMELEON_MAX_CPUS];
 };
 
 /* What a CPU is doing for execution objects, readable by the agent. */

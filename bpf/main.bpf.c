@@ -5,30 +5,40 @@
  * Design
  * ------
  * Every CPU has its own queue (a user DSQ whose id is the CPU number) ordered
- * by virtual time, and its own virtual clock (vclock[cpu], the largest vtime
- * that has started running there, like a CFS runqueue's min_vruntime). This is
- * the cluster-scheduling substrate of Chameleon (§3.3): execution objects and
- * the virtual threads that decide when a task may borrow a neighbour compare
- * a task's place in a borrowed CPU's queue with what runs there, so each CPU
+ * by virtual time, and its own virtual clock (the largest vtime that has
+ * started running there, like a CFS runqueue's min_vruntime). This is the
+ * cluster-scheduling substrate of Chameleon (§3.3): execution objects and the
+ * virtual threads that decide when a task may borrow a neighbour compare a
+ * task's place in a borrowed CPU's queue with what runs there, so each CPU
  * needs its own ordered queue and clock.
  *
- * - select_cpu: the kernel's default idle-CPU search. A task that finds an
- *   idle CPU goes straight to its local queue: there is nothing to order it
- *   against.
- * - enqueue: queue on the task's CPU, vtime rebased to that CPU's clock and
- *   limited to one slice of credit; wake an idle CPU the task may run on, so
- *   that it can steal the work.
- * - dispatch: take the head of this CPU's queue, else steal the head of
- *   another CPU's queue (nearest id first). Queues of offline CPUs are drained
- *   the same way, which is what lets us survive hotplug.
+ * - select_cpu: the kernel's default idle-CPU search (a lent CPU looks idle
+ *   but is not: a really idle one is preferred). A task that finds an idle
+ *   CPU goes straight to its local queue.
+ * - runnable/quiescent: a task's wake and sleep, however it is dispatched:
+ *   its tag is checked, its virtual threads placed, the agent told if needed.
+ * - enqueue: queue on the task's CPU (its representative if it has an
+ *   object), vtime rebased to that CPU's clock, with one slice of credit and
+ *   capped so that no one waits longer than CHAMELEON_WAIT_BOUND_NS behind a
+ *   heavier task; wake an idle CPU the task may run on so it can steal it.
+ * - dispatch: the head of this CPU's queue, else steal: SMT siblings first,
+ *   then a bounded, rotating window of the rest in topology order. Queues of
+ *   offline CPUs are drained the same way, which is what survives hotplug.
  * - running/stopping: advance the CPU's clock; charge delta * 100 / weight.
  * - cpu_online/cpu_offline: report the event. Implementing them tells the
  *   kernel we handle hotplug, so it does not eject the scheduler.
  *
- * Execution objects (fuse, split, tax) live in exec_object.bpf.h; the hooks
- * here call into it only for tagged tasks and for CPUs lent to an object.
- * SCX_OPS_ENQ_LAST is set so that a task preempted on a borrowed CPU comes
- * back through enqueue() instead of silently continuing to run there.
+ * Execution objects (fuse, split, tax, the lending bound) live in
+ * exec_object.bpf.h; the hooks here call into it only for tagged tasks and
+ * for CPUs lent to an object. SCX_OPS_ENQ_LAST is set so that a task
+ * preempted on a lent CPU comes back through enqueue() instead of silently
+ * continuing to run there.
+ *
+ * Bounded waits: every runnable task runs within a bound by construction: on
+ * an ordinary queue the vtime cap above; on a lent CPU the lending bound
+ * (--lend-wait-ms); an object lives only while its owner runs on its
+ * representative; a periodic guard timer enforces both even if no hook of
+ * the object's CPUs runs. timeout_ms is set well above those bounds.
  *
  * Userspace (the agent) reads per-CPU counters from .bss and events from a
  * ring buffer; nothing on the scheduling path waits for it. If the agent dies,
@@ -47,18 +57,38 @@ char _license[] SEC("license") = "GPL";
 const volatile u64 slice_ns = 5ULL * 1000 * 1000;
 const volatile u32 nr_cpus = 1;	/* possible CPUs, <= CHAMELEON_MAX_CPUS */
 
+/*
+ * The longest a task waits behind one heavier task on an ordinary queue.
+ * 200 slices: weights up to 200:1 are honoured exactly, beyond that (nice -20
+ * against nice 19 is 8668:1) the lighter task still runs once a second.
+ */
+#define CHAMELEON_WAIT_BOUND_NS	(1000ULL * 1000 * 1000)
+
 UEI_DEFINE(uei);
 
-/* What runs on a CPU, for the fuse decisions of other CPUs. */
+/*
+ * One CPU's state, one cache line of its own (no false sharing between the
+ * CPUs that write it). The first part is written by the CPU itself in
+ * running()/stopping() and read by CPUs that consider borrowing it; the
+ * lending part is written by the representative borrowing it.
+ */
 struct cpu_ctx {
 	u64	vclock;		/* largest vtime started here (the CPU's clock) */
 	u64	curr_vtime;	/* vtime of the running task when it started */
 	u64	curr_started;
 	u32	curr_weight;
+	s32	curr_pid;	/* scx task running here, 0 if none */
 	u8	running;	/* an scx task runs here */
 	u8	online;
 	u8	pad[2];
-};
+	u32	steal_start;	/* rotating start of the far steal window */
+	/* Lending (exec_object.bpf.h). */
+	s32	borrowed_by;	/* representative + 1 of the object borrowing it, 0 if none */
+	s32	pending_for;	/* representative + 1 whose fuse/split waits for it */
+	u64	local_from;	/* its dispatch for that fuse/split began (0: not yet) */
+	u64	lend_wait_since; /* a task other than a pcpu kthread waits while lent */
+	u64	lend_block_until; /* not lent again before this (after a bound split) */
+} __attribute__((aligned(CHAMELEON_CACHELINE)));
 
 /* Per-CPU state, indexed by CPU id. In .bss so the agent reads it mmapped. */
 struct cpu_ctx cpu_ctxs[CHAMELEON_MAX_CPUS];
@@ -66,7 +96,8 @@ struct chameleon_cpu_stats cpu_stats[CHAMELEON_MAX_CPUS];
 u64 nr_cpu_online_events, nr_cpu_offline_events, nr_events_dropped;
 /*
  * Bumped by the agent after it rewrote tags at run time: each task compares
- * it with its own copy at its next enqueue and re-reads its tag if stale.
+ * it with its own copy when it becomes runnable or is enqueued, and re-reads
+ * its tag if stale.
  */
 u64 tags_gen;
 
@@ -74,10 +105,11 @@ struct task_ctx {
 	u64	started_at;	/* when it last started running */
 	s32	vcpu;		/* CPU whose clock p->scx.dsq_vtime refers to */
 	u8	tagged;		/* its cgroup has a tag: it may get an object */
-	u8	woke;		/* became runnable since it last ran */
+	u8	sleep_told;	/* the agent was told it sleeps: tell it the wake */
 	u8	pad[2];
 	u32	assign_gen;	/* generation of the object vruntimes[] refer to */
-	u32	tax;		/* hundredths, from the assignment */
+	s32	fused_rep;	/* representative + 1 it last fused on, 0 if none */
+	u64	cgid;		/* leaf cgroup whose tag it follows */
 	u64	tags_gen;	/* tags_gen when its tag was last read */
 	u64	run_ns;
 	u64	fused_ns;
@@ -96,6 +128,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, CHAMELEON_RINGBUF_SZ);
 } events SEC(".maps");
+
+/* Each CPU's steal order (intf.h), filled by the agent; sized to nr_cpus at load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct chameleon_steal_order);
+} steal_orders SEC(".maps");
 
 /*
  * Index of a per-CPU array. Callers have checked cpu_valid(); the mask makes
@@ -120,6 +160,11 @@ static __always_inline bool cpu_valid(s32 cpu)
 	return cpu >= 0 && cpu < CHAMELEON_MAX_CPUS && cpu < nr_cpus;
 }
 
+static __always_inline struct cpu_ctx *cpu_ctx(s32 cpu)
+{
+	return &cpu_ctxs[CPU_IDX(cpu)];
+}
+
 /*
  * Counters of the CPU doing the work: only that CPU writes them, so plain
  * increments do not race.
@@ -142,7 +187,10 @@ static bool is_pcpu_kthread(struct task_struct *p)
 	return (p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1;
 }
 
-/* A task's own (leaf) cgroup, not the nearest one with the cpu controller. */
+/*
+ * A task's own (leaf) cgroup. Tags follow it, not the nearest cgroup with the
+ * cpu controller that the kernel passes to the cgroup ops.
+ */
 static u64 task_cgroup_id(struct task_struct *p)
 {
 	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
@@ -183,10 +231,7 @@ static void emit(u32 kind, s32 cpu, struct task_struct *p)
 	bpf_ringbuf_submit(ev, 0);
 }
 
-/*
- * A task wants an object of @level (0: no longer wants one). @cgid is given
- * because during a cgroup move the task still points at its old cgroup.
- */
+/* A task wants an object of @level (0: no longer wants one). */
 static void emit_demand(struct task_struct *p, s32 cpu, u64 cgid, u32 level)
 {
 	struct chameleon_event *ev = event_reserve(CHAMELEON_EV_DEMAND, cpu);
@@ -219,25 +264,26 @@ static void emit_exit(struct task_struct *p, s32 cpu, u64 run_ns, u64 fused_ns)
 static void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 {
 	s32 from = tctx->vcpu;
+	u64 vtime;
 
 	if (from == cpu || !cpu_valid(cpu))
 		return;
 	if (cpu_valid(from))
-		p->scx.dsq_vtime = chameleon_vtime_rebase(p->scx.dsq_vtime,
-							  cpu_ctxs[CPU_IDX(from)].vclock,
-							  cpu_ctxs[CPU_IDX(cpu)].vclock);
+		vtime = chameleon_vtime_rebase(p->scx.dsq_vtime, cpu_ctx(from)->vclock,
+					       cpu_ctx(cpu)->vclock);
 	else
-		p->scx.dsq_vtime = cpu_ctxs[CPU_IDX(cpu)].vclock;
+		vtime = cpu_ctx(cpu)->vclock;
+	scx_bpf_task_set_dsq_vtime(p, vtime);
 	tctx->vcpu = cpu;
 }
 
 #include "exec_object.bpf.h"
 
 /*
- * The tag in force for @p may have changed (cgroup @cgid's entry, or the
- * task moved): tell the agent (DEMAND with the object level, 0 = no longer
- * wants one). A fused object it may no longer hold is split now; the agent
- * withdraws it shortly.
+ * The tag in force for @p may have changed (the agent rewrote tags, or the
+ * task is in another leaf cgroup now): tell the agent (DEMAND with the object
+ * level, 0 = no longer wants one). A fused object it may no longer hold is
+ * split now; the agent withdraws it shortly.
  */
 static void retag(struct task_struct *p, struct task_ctx *tctx, u64 cgid)
 {
@@ -246,13 +292,22 @@ static void retag(struct task_struct *p, struct task_ctx *tctx, u64 cgid)
 	s32 cpu = scx_bpf_task_cpu(p);
 
 	tctx->tags_gen = tags_gen;
+	tctx->cgid = cgid;
 	if (!level && !tctx->tagged)
 		return;
-	if (!level && cpu_valid(cpu) && reps[CPU_IDX(cpu)].owner == p->pid)
-		split(cpu, CHAMELEON_SPLIT_RETAG);
+	if (!level)
+		split_owned(tctx, p->pid, CHAMELEON_SPLIT_RETAG);
 	tctx->tagged = level > 0;
-	tctx->woke = 1;
 	emit_demand(p, cpu, cgid, level);
+}
+
+/* Cheap enough for every enqueue: two compares unless something changed. */
+static void tag_check(struct task_struct *p, struct task_ctx *tctx)
+{
+	u64 cgid = task_cgroup_id(p);
+
+	if (tctx->tags_gen != tags_gen || tctx->cgid != cgid)
+		retag(p, tctx, cgid);
 }
 
 /*
@@ -278,18 +333,14 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
-	struct chameleon_assignment *a;
 	bool is_idle = false;
 	s32 cpu;
 
 	/* A task with an object belongs on its representative. */
-	if (tctx && (a = task_assignment(p, tctx)) && cpu_valid(a->cpus[0]) &&
-	    bpf_cpumask_test_cpu(a->cpus[0], p->cpus_ptr)) {
-		cpu = a->cpus[0];
-		if (!cpu_borrowed(cpu) && scx_bpf_test_and_clear_cpu_idle(cpu)) {
+	cpu = tctx ? task_rep(p, tctx) : -1;
+	if (cpu >= 0) {
+		if (!cpu_borrowed(cpu) && scx_bpf_test_and_clear_cpu_idle(cpu))
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
-			tctx->woke = 1;
-		}
 		return cpu;
 	}
 
@@ -316,39 +367,68 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	return cpu;
 }
 
+/*
+ * @p becomes runnable, whether select_cpu dispatched it directly or enqueue
+ * will queue it: the place for wake bookkeeping.
+ */
+void BPF_STRUCT_OPS(chameleon_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct chameleon_assignment a;
+	struct task_ctx *tctx = task_ctx(p);
+
+	if (!tctx)
+		return;
+	tag_check(p, tctx);
+	if (!tctx->tagged)
+		return;
+	if (assignment_of(p, &a))
+		place_vthreads(tctx, &a);
+	/* Its object may have been freed while it slept: it asks again. */
+	if (tctx->sleep_told) {
+		tctx->sleep_told = 0;
+		emit(CHAMELEON_EV_WAKE, scx_bpf_task_cpu(p), p);
+	}
+}
+
+/*
+ * @p stops being runnable. The agent frees the object of a long sleeper, so a
+ * sleeping task that holds one is reported (and its wake, then); tagged tasks
+ * without an object cost no event.
+ */
+void BPF_STRUCT_OPS(chameleon_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	s32 pid = p->pid;
+
+	if (!tctx || !tctx->tagged || !(deq_flags & SCX_DEQ_SLEEP))
+		return;
+	if (!bpf_map_lookup_elem(&assignments, &pid))
+		return;
+	tctx->sleep_told = 1;
+	emit(CHAMELEON_EV_SLEEP, scx_bpf_task_cpu(p), p);
+}
+
 void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	s32 cpu = scx_bpf_task_cpu(p), idle;
+	s32 cpu = scx_bpf_task_cpu(p), rep, idle;
 	struct task_ctx *tctx = task_ctx(p);
 	struct chameleon_cpu_stats *st = stats_here();
-	struct chameleon_assignment *a;
+	struct cpu_ctx *cc;
 	bool here = true;
+	u64 vtime;
 
 	if (!tctx || !cpu_valid(cpu)) {
 		/* Not ours to order (should not happen): keep it runnable. */
 		scx_bpf_dsq_insert(p, SCX_DSQ_GLOBAL, slice_ns, enq_flags);
 		return;
 	}
+	tag_check(p, tctx);
 
-	if (tctx->tags_gen != tags_gen)
-		retag(p, tctx, task_cgroup_id(p));
-
-	/* The node manager frees the object of a long sleeper: tell it. */
-	if (tctx->woke && tctx->tagged)
-		emit(CHAMELEON_EV_WAKE, cpu, p);
-
-	a = task_assignment(p, tctx);
-	if (a) {
-		s32 rep = a->cpus[0];
-
-		if (cpu_valid(rep) && bpf_cpumask_test_cpu(rep, p->cpus_ptr)) {
-			if (tctx->woke || tctx->assign_gen != a->generation)
-				place_vthreads(tctx, a);
-			here = cpu == rep;
-			cpu = rep;
-		}
+	rep = task_rep(p, tctx);
+	if (rep >= 0) {
+		here = cpu == rep;
+		cpu = rep;
 	}
-	tctx->woke = 0;
 
 	/*
 	 * SCX_ENQ_LAST: the task's slice ended and nothing else is queued here.
@@ -361,22 +441,26 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	rebase_to(p, tctx, cpu);
-	p->scx.dsq_vtime = chameleon_vtime_floor(p->scx.dsq_vtime,
-						 cpu_ctxs[CPU_IDX(cpu)].vclock, slice_ns);
-	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, p->scx.dsq_vtime, enq_flags);
+	cc = cpu_ctx(cpu);
+	vtime = chameleon_vtime_floor(p->scx.dsq_vtime, cc->vclock, slice_ns);
+	vtime = chameleon_vtime_cap(vtime, cc->vclock, CHAMELEON_WAIT_BOUND_NS,
+				    cc->running ? cc->curr_weight : 0);
+	scx_bpf_task_set_dsq_vtime(p, vtime);
+	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, vtime, enq_flags);
 	if (st)
 		st->nr_enqueued++;
 
 	if (cpu_borrowed(cpu)) {
 		/*
 		 * A lent CPU serves only kthreads bound to it: wake it for one.
-		 * Anyone else may split the object if due, or be stolen.
+		 * Anyone else starts the lending bound and may split the object
+		 * now if its vtime is due, or be stolen.
 		 */
 		if (is_pcpu_kthread(p))
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		else
-			check_waiter_on_borrowed(cpu, p);
-	} else if (a) {
+			waiter_on_lent(cpu, p);
+	} else if (rep >= 0) {
 		/* Wake the representative if it idles; stealing would defeat fusing. */
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
@@ -391,11 +475,46 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 }
 
+/*
+ * Steal the head of another CPU's queue: the SMT siblings first, then a
+ * window of CHAMELEON_STEAL_SCAN - siblings other CPUs in topology order from
+ * a rotating start (steal_orders). Bounded per dispatch, and every queue,
+ * including an offline CPU's, is visited within a few dispatches.
+ */
+static bool steal(s32 cpu, struct cpu_ctx *cc)
+{
+	struct chameleon_steal_order *o;
+	u32 key = cpu, i, nr, near;
+	int k;
+	s32 victim;
+
+	o = bpf_map_lookup_elem(&steal_orders, &key);
+	if (!o)
+		return false;
+	nr = o->nr < CHAMELEON_MAX_CPUS ? o->nr : CHAMELEON_MAX_CPUS;
+	near = o->nr_near;
+	bpf_for(i, 0, CHAMELEON_STEAL_SCAN) {
+		k = chameleon_steal_pick(i, nr, near, cc->steal_start);
+		if (k < 0)
+			break;
+		victim = o->cpus[k & (CHAMELEON_MAX_CPUS - 1)];
+		if (!cpu_valid(victim) || victim == cpu ||
+		    !scx_bpf_dsq_nr_queued(victim))
+			continue;
+		if (scx_bpf_dsq_move_to_local(victim, 0)) {
+			cpu_stats[CPU_IDX(cpu)].nr_stolen++;
+			return true;
+		}
+	}
+	/* Next time, the window after this one. */
+	if (near < CHAMELEON_STEAL_SCAN)
+		cc->steal_start += CHAMELEON_STEAL_SCAN - near;
+	return false;
+}
+
 /* Fill @cpu's local queue; whether it got a task. */
 static bool dispatch_cpu(s32 cpu)
 {
-	u32 i;
-
 	/* A lent CPU runs only the kthreads bound to it (processor-proxy work). */
 	if (cpu_borrowed(cpu))
 		return dispatch_borrowed(cpu);
@@ -403,18 +522,7 @@ static bool dispatch_cpu(s32 cpu)
 		cpu_stats[CPU_IDX(cpu)].nr_dispatched++;
 		return true;
 	}
-	/* Steal, nearest CPU id first: neighbours usually share a cache. */
-	bpf_for(i, 1, nr_cpus) {
-		u32 victim = (cpu + i) % nr_cpus;
-
-		if (!scx_bpf_dsq_nr_queued(victim))
-			continue;
-		if (scx_bpf_dsq_move_to_local(victim, 0)) {
-			cpu_stats[CPU_IDX(cpu)].nr_stolen++;
-			return true;
-		}
-	}
-	return false;
+	return steal(cpu, cpu_ctx(cpu));
 }
 
 void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
@@ -425,7 +533,7 @@ void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
 	if (!cpu_valid(cpu))
 		return;
 	/* A fuse or split waits for this CPU: time its side of the work. */
-	t0 = pending_for[CPU_IDX(cpu)] ? bpf_ktime_get_ns() : 0;
+	t0 = cpu_ctx(cpu)->pending_for ? bpf_ktime_get_ns() : 0;
 	got = dispatch_cpu(cpu);
 	if (t0)
 		pending_dispatched(cpu, t0, got);
@@ -435,13 +543,16 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct task_ctx *tctx = task_ctx(p);
+	struct chameleon_assignment a;
+	struct cpu_ctx *cc;
+	struct rep_ctx *rc;
+	u64 now;
 
 	if (!tctx || !cpu_valid(cpu))
 		return;
-	struct cpu_ctx *cc = &cpu_ctxs[CPU_IDX(cpu)];
-	struct chameleon_assignment *a;
-	struct rep_ctx *rc = &reps[CPU_IDX(cpu)];
-	u64 now = bpf_ktime_get_ns();
+	cc = cpu_ctx(cpu);
+	rc = &reps[CPU_IDX(cpu)];
+	now = bpf_ktime_get_ns();
 
 	/* A stolen task arrives with the victim CPU's clock. */
 	rebase_to(p, tctx, cpu);
@@ -449,18 +560,30 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 	cc->curr_vtime = p->scx.dsq_vtime;
 	cc->curr_weight = p->scx.weight;
 	cc->curr_started = now;
+	cc->curr_pid = p->pid;
 	cc->running = 1;
 	tctx->started_at = now;
-	if (local_from[CPU_IDX(cpu)])
+	if (cc->local_from)
 		pending_switched(cpu, false);
 
+	/*
+	 * Only kthreads bound here run on a lent CPU. Anything else got here
+	 * past the fuse (a kick that raced with this CPU's dispatch): end its
+	 * slice now rather than at its end.
+	 */
+	if (cc->borrowed_by && !is_pcpu_kthread(p))
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+
+	/* Its object lives on its representative only. */
+	if (tctx->fused_rep && tctx->fused_rep - 1 != cpu)
+		split_owned(tctx, p->pid, CHAMELEON_SPLIT_MIGRATE);
 	if (rc->state == REP_FUSED && rc->owner != p->pid)
 		split(cpu, CHAMELEON_SPLIT_PREEMPT);
-	a = task_assignment(p, tctx);
-	if (a && a->cpus[0] == cpu && a->nr_cpus >= 2) {
-		if (tctx->assign_gen != a->generation)
-			place_vthreads(tctx, a);
-		try_fuse(p, tctx, a, cpu);
+	if (tctx->tagged && assignment_of(p, &a) && a.cpus[0] == cpu &&
+	    a.nr_cpus >= 2) {
+		if (tctx->assign_gen != a.generation)
+			place_vthreads(tctx, &a);
+		try_fuse(p, tctx, &a, cpu);
 	}
 }
 
@@ -470,9 +593,10 @@ void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 	struct chameleon_assignment *a;
 	struct task_ctx *tctx;
 	struct rep_ctx *rc;
+	s32 pid = p->pid;
 	u64 now;
 
-	if (!cpu_valid(cpu) || reps[CPU_IDX(cpu)].owner != p->pid)
+	if (!cpu_valid(cpu) || reps[CPU_IDX(cpu)].owner != pid)
 		return;
 	rc = &reps[CPU_IDX(cpu)];
 	tctx = task_ctx(p);
@@ -483,9 +607,15 @@ void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 	if (rc->state != REP_FUSED)
 		return;
 	/* The node manager took the object away or gave it other CPUs. */
-	a = task_assignment(p, tctx);
-	if (!a || a->generation != rc->generation)
+	a = bpf_map_lookup_elem(&assignments, &pid);
+	if (!a || a->generation != rc->generation) {
 		split(cpu, CHAMELEON_SPLIT_RETAG);
+		return;
+	}
+	/* A retag may change the tax alone: it applies from now on. */
+	rc->tax = a->tax;
+	if (lend_due(rc, now))
+		split(cpu, CHAMELEON_SPLIT_BOUND);
 	else if (waiter_due(rc, tctx, now))
 		split(cpu, CHAMELEON_SPLIT_TICK);
 }
@@ -494,32 +624,51 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct task_ctx *tctx = task_ctx(p);
+	struct cpu_ctx *cc;
 	struct rep_ctx *rc;
 	u64 delta, now;
 
 	if (!tctx || !tctx->started_at || !cpu_valid(cpu))
 		return;
+	cc = cpu_ctx(cpu);
 	now = bpf_ktime_get_ns();
 	delta = now - tctx->started_at;
 	tctx->started_at = 0;
 	tctx->run_ns += delta;
-	p->scx.dsq_vtime += chameleon_vtime_charge(delta, p->scx.weight);
+	scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime +
+				   chameleon_vtime_charge(delta, p->scx.weight));
 	cpu_stats[CPU_IDX(cpu)].busy_ns += delta;
-	cpu_ctxs[CPU_IDX(cpu)].running = 0;
-	if (local_from[CPU_IDX(cpu)])
+	cc->running = 0;
+	cc->curr_pid = 0;
+	if (cc->local_from)
 		pending_switched(cpu, true);
 
 	rc = &reps[CPU_IDX(cpu)];
 	if (rc->owner == p->pid) {
+		/*
+		 * The object lives while its owner runs here. It blocked, is
+		 * being moved (a property change dequeues it), or something
+		 * else took the CPU with slice left (a higher class, a kick):
+		 * give the CPUs back now. A slice that simply ended keeps it:
+		 * the owner usually runs on, and running() of anyone else
+		 * splits it.
+		 */
 		if (!runnable)
 			split(cpu, CHAMELEON_SPLIT_SLEEP);
+		else if (p->scx.slice)
+			split(cpu, CHAMELEON_SPLIT_PREEMPT);
 		charge_tax(p, tctx, rc, now);
 	}
-	if (!runnable) {
-		tctx->woke = 1;
-		if (tctx->tagged)
-			emit(CHAMELEON_EV_SLEEP, cpu, p);
-	}
+}
+
+/* Allocate the task's context where sleeping is allowed (fork, attach). */
+s32 BPF_STRUCT_OPS(chameleon_init_task, struct task_struct *p,
+		   struct scx_init_task_args *args)
+{
+	if (!bpf_task_storage_get(&task_ctxs, p, 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE))
+		return -ENOMEM;
+	return 0;
 }
 
 void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
@@ -530,22 +679,21 @@ void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 	struct task_ctx *tctx;
 	u32 level;
 
-	tctx = bpf_task_storage_get(&task_ctxs, p, 0,
-				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	tctx = task_ctx(p);
 	if (!tctx) {
-		scx_bpf_error("no task context for pid %d", p->pid);
+		scx_bpf_error("pid %d has no task context after init_task", p->pid);
 		return;
 	}
 	__builtin_memset(tctx, 0, sizeof(*tctx));
 	tctx->tags_gen = tags_gen;
+	tctx->cgid = cgid;
 	tctx->vcpu = cpu_valid(cpu) ? cpu : -1;
-	p->scx.dsq_vtime = cpu_valid(cpu) ? cpu_ctxs[CPU_IDX(cpu)].vclock : 0;
+	scx_bpf_task_set_dsq_vtime(p, cpu_valid(cpu) ? cpu_ctx(cpu)->vclock : 0);
 
 	tag = bpf_map_lookup_elem(&tags, &cgid);
 	level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
 	if (level) {
 		tctx->tagged = 1;
-		tctx->woke = 1;
 		emit_demand(p, cpu, cgid, level);
 	}
 }
@@ -555,25 +703,23 @@ void BPF_STRUCT_OPS(chameleon_disable, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct task_ctx *tctx = task_ctx(p);
 
-	if (cpu_valid(cpu) && reps[CPU_IDX(cpu)].owner == p->pid) {
-		split(cpu, CHAMELEON_SPLIT_EXIT);
-		if (tctx)
-			charge_tax(p, tctx, &reps[CPU_IDX(cpu)], bpf_ktime_get_ns());
-		reps[CPU_IDX(cpu)].owner = 0;
+	if (!tctx)
+		return;
+	if (tctx->fused_rep) {
+		struct rep_ctx *rc = rep_ctx(tctx->fused_rep - 1);
+
+		split_owned(tctx, p->pid, CHAMELEON_SPLIT_EXIT);
+		/* tick() charges the owner by pid: a reused pid must not match. */
+		if (rc && rc->owner == p->pid)
+			rc->owner = 0;
 	}
-	/* Only tagged tasks matter to the agent: no event per exit of everything. */
-	if (tctx && tctx->tagged)
-		emit_exit(p, cpu, tctx->run_ns, tctx->fused_ns);
-}
-
-/* A task moved to another cgroup: during the move it still points at the old one. */
-void BPF_STRUCT_OPS(chameleon_cgroup_move, struct task_struct *p,
-		    struct cgroup *from, struct cgroup *to)
-{
-	struct task_ctx *tctx = task_ctx(p);
-
-	if (tctx)
-		retag(p, tctx, to->kn->id);
+	/*
+	 * Only tagged tasks matter to the agent: no event per exit of
+	 * everything. Run time is the kernel's own account of the task.
+	 */
+	if (tctx->tagged)
+		emit_exit(p, cpu, BPF_CORE_READ(p, se.sum_exec_runtime),
+			  tctx->fused_ns);
 }
 
 /*
@@ -611,7 +757,7 @@ void BPF_STRUCT_OPS(chameleon_cgroup_exit, struct cgroup *cgrp)
 void BPF_STRUCT_OPS(chameleon_cpu_online, s32 cpu)
 {
 	if (cpu_valid(cpu))
-		cpu_ctxs[CPU_IDX(cpu)].online = 1;
+		cpu_ctx(cpu)->online = 1;
 	__sync_fetch_and_add(&nr_cpu_online_events, 1);
 	emit(CHAMELEON_EV_CPU_ONLINE, cpu, NULL);
 }
@@ -619,14 +765,17 @@ void BPF_STRUCT_OPS(chameleon_cpu_online, s32 cpu)
 void BPF_STRUCT_OPS(chameleon_cpu_offline, s32 cpu)
 {
 	if (cpu_valid(cpu)) {
-		cpu_ctxs[CPU_IDX(cpu)].online = 0;
-		cpu_ctxs[CPU_IDX(cpu)].running = 0;
+		struct cpu_ctx *cc = cpu_ctx(cpu);
+
+		cc->online = 0;
+		cc->running = 0;
+		cc->curr_pid = 0;
 		/* A lent CPU leaving splits its object, and so does its representative. */
-		if (borrowed_by[CPU_IDX(cpu)])
-			split(borrowed_by[CPU_IDX(cpu)] - 1, CHAMELEON_SPLIT_OFFLINE);
+		if (cc->borrowed_by)
+			split(cc->borrowed_by - 1, CHAMELEON_SPLIT_OFFLINE);
 		split(cpu, CHAMELEON_SPLIT_OFFLINE);
-		pending_for[CPU_IDX(cpu)] = 0;
-		local_from[CPU_IDX(cpu)] = 0;
+		cc->pending_for = 0;
+		cc->local_from = 0;
 	}
 	__sync_fetch_and_add(&nr_cpu_offline_events, 1);
 	emit(CHAMELEON_EV_CPU_OFFLINE, cpu, NULL);
@@ -646,7 +795,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(chameleon_init)
 	online = scx_bpf_get_online_cpumask();
 	bpf_for(cpu, 0, nr_cpus) {
 		if (cpu < CHAMELEON_MAX_CPUS)
-			cpu_ctxs[CPU_IDX(cpu)].online = bpf_cpumask_test_cpu(cpu, online);
+			cpu_ctx(cpu)->online = bpf_cpumask_test_cpu(cpu, online);
 	}
 	scx_bpf_put_cpumask(online);
 
@@ -657,7 +806,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(chameleon_init)
 			return ret;
 		}
 	}
-	return 0;
+	return guard_start();
 }
 
 void BPF_STRUCT_OPS(chameleon_exit, struct scx_exit_info *ei)
@@ -669,17 +818,25 @@ SCX_OPS_DEFINE(chameleon_ops,
 	       .select_cpu	= (void *)chameleon_select_cpu,
 	       .enqueue		= (void *)chameleon_enqueue,
 	       .dispatch	= (void *)chameleon_dispatch,
+	       .runnable	= (void *)chameleon_runnable,
 	       .running		= (void *)chameleon_running,
 	       .stopping	= (void *)chameleon_stopping,
+	       .quiescent	= (void *)chameleon_quiescent,
 	       .tick		= (void *)chameleon_tick,
+	       .init_task	= (void *)chameleon_init_task,
 	       .enable		= (void *)chameleon_enable,
 	       .disable		= (void *)chameleon_disable,
 	       .cgroup_init	= (void *)chameleon_cgroup_init,
 	       .cgroup_exit	= (void *)chameleon_cgroup_exit,
-	       .cgroup_move	= (void *)chameleon_cgroup_move,
 	       .cpu_online	= (void *)chameleon_cpu_online,
 	       .cpu_offline	= (void *)chameleon_cpu_offline,
 	       .init		= (void *)chameleon_init,
 	       .exit		= (void *)chameleon_exit,
+	       /*
+		* Our own bounds (lending, vtime cap, guard timer) keep waits
+		* well under a second; a third of the kernel's default still
+		* leaves room for TCG and thousands of queued tasks.
+		*/
+	       .timeout_ms	= 10000,
 	       .flags		= SCX_OPS_ENQ_LAST,
 	       .name		= "chameleon");

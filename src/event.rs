@@ -78,6 +78,8 @@ pub fn split_reason(raw: u32) -> &'static str {
         bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_EXIT => "exit",
         bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_OFFLINE => "offline",
         bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_RETAG => "retag",
+        bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_BOUND => "bound",
+        bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_MIGRATE => "migrate",
         _ => "unknown",
     }
 }

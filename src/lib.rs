@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod node;
 pub mod node_manager;
 pub mod scheduler;
+pub mod steal;
 pub mod stats;
 pub mod status;
 pub mod tag;

@@ -5,7 +5,14 @@
 //!
 //! Sizes first, places second:
 //! - **Supply** is the online CPUs minus those kept native for runnable
-//!   untagged tasks (a parallel program keeps its CPUs, Chameleon Fig. 4/6).
+//!   untagged tasks (a parallel program keeps its CPUs, Chameleon Fig. 4/6)
+//!   while that leaves every requester a pair (over-provisioned). When it
+//!   does not (under-provisioned, Fig. 7: no idle CPUs), every requester
+//!   still gets its pair, from busy CPUs: the object is only the right to
+//!   borrow, and at run time the virtual threads and the tax decide whether
+//!   it may preempt the neighbours (tax 100: never; 0.01: almost always). A
+//!   manager that granted only spare CPUs would switch the tax off exactly
+//!   where it matters.
 //! - **Targets**: if every requester's 2^level fits, each gets it. Otherwise
 //!   each gets 2 CPUs (the largest objects are split in half until everyone
 //!   has a level-1 object, as far as supply allows), and what remains goes to
@@ -209,7 +216,9 @@ impl NodeManager {
 
     /// Object sizes by the rules in the module comment, in `order`'s order.
     fn targets(&self, order: &[(i32, Request)]) -> Vec<usize> {
-        let supply = self.online.len().saturating_sub(self.untagged_load);
+        let online = self.online.len();
+        let spare = online.saturating_sub(self.untagged_load);
+        let supply = spare.max(2 * order.len()).min(online);
         let cap = self.largest_object();
         let want: Vec<usize> = order.iter().map(|(_, r)| (1usize << r.level.min(31)).min(cap)).collect();
         if cap < 2 {

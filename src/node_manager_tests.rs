@@ -200,6 +200,37 @@ fn keeps_objects_in_place_when_nothing_changes() {
 }
 
 #[test]
+fn figure7_a_full_machine_still_grants_objects() {
+    // Every CPU runs an untagged spinner: no CPU is spare, yet each
+    // sequential task gets its pair and the tax decides at run time.
+    let mut m = manager(&[4]);
+    m.set_untagged_load(4);
+    m.request(1, Request { level: 1, weight: 1 });
+    assert_eq!(m.object(1).unwrap().cpus, vec![0, 1]);
+    // 24 CPUs, a 24-thread parallel program and 3 sequential tasks (Fig. 7).
+    let mut m = manager(&[12, 12]);
+    m.set_untagged_load(24);
+    for pid in 1..=3 {
+        m.request(pid, L2);
+    }
+    assert_eq!(sizes(&m, &[1, 2, 3]), vec![2, 2, 2]);
+    check_invariants(&m);
+}
+
+#[test]
+fn under_provisioned_gives_pairs_beyond_the_spare_cpus() {
+    // 16 of 24 CPUs busy: 8 spare hold four pairs; a fifth task still gets a
+    // pair (from busy CPUs), nobody gets more.
+    let mut m = manager(&[12, 12]);
+    m.set_untagged_load(16);
+    for pid in 1..=5 {
+        m.request(pid, L2);
+    }
+    assert_eq!(sizes(&m, &[1, 2, 3, 4, 5]), vec![2, 2, 2, 2, 2]);
+    check_invariants(&m);
+}
+
+#[test]
 fn supply_smaller_than_two_per_requester() {
     let mut m = manager(&[4]);
     for pid in 1..=3 {

@@ -183,3 +183,76 @@ fn smt_class_decides_the_object_level() {
         assert_eq!(host_tag_object_level(3, chameleon_smt_CHAMELEON_SMT_UNI), 3);
     }
 }
+
+extern "C" {
+    fn host_vtime_cap(v: u64, clock: u64, bound: u64, curr_weight: u64) -> u64;
+    fn host_lend_due(now: u64, since: u64, has_waiter: i32, bound: u64) -> i32;
+    fn host_steal_pick(i: u32, nr: u32, near: u32, start: u32) -> i32;
+}
+
+#[test]
+fn vtime_cap_bounds_the_wait_behind_a_heavier_task() {
+    unsafe {
+        let clock = 1_000 * MS;
+        // Behind a nice-0 task (weight 100) a 1 s bound allows 1 s of vtime:
+        // a nice-19 task charged 500 ms for one slice is left alone.
+        assert_eq!(host_vtime_cap(clock + 500 * MS, clock, 1000 * MS, 100), clock + 500 * MS);
+        // Behind nice -20 (8668) the clock moves 86.68x slower: 11.5 ms of
+        // vtime is what 1 s of its run adds, so that is where the cap is.
+        let capped = host_vtime_cap(clock + 500 * MS, clock, 1000 * MS, 8668);
+        assert_eq!(capped, clock + 1000 * MS * 100 / 8668);
+        // Nothing running (weight 0) counts as nice 0; earlier vtimes untouched.
+        assert_eq!(host_vtime_cap(clock - 5, clock, 1000 * MS, 0), clock - 5);
+        // Wraps like every vtime.
+        assert_eq!(host_vtime_cap(5, u64::MAX - 10, 1000 * MS, 100), 5);
+    }
+}
+
+#[test]
+fn lending_bound_needs_a_waiter_and_the_time() {
+    unsafe {
+        let b = 50 * MS;
+        assert_eq!(host_lend_due(100 * MS, 49 * MS, 1, b), 1);
+        assert_eq!(host_lend_due(100 * MS, 51 * MS, 1, b), 0, "not yet");
+        assert_eq!(host_lend_due(100 * MS, 1 * MS, 0, b), 0, "nobody waits any more");
+        assert_eq!(host_lend_due(100 * MS, 0, 1, b), 0, "no wait recorded");
+    }
+}
+
+#[test]
+fn steal_looks_at_siblings_then_a_rotating_window() {
+    unsafe {
+        // 7 other CPUs, 1 sibling, 8 looks: everything, sibling first.
+        let all: Vec<i32> = (0..8).map(|i| host_steal_pick(i, 7, 1, 0)).collect();
+        assert_eq!(all, vec![0, 1, 2, 3, 4, 5, 6, -1]);
+        // 63 others: the sibling, then a window of 7 that moves with start.
+        let w0: Vec<i32> = (0..8).map(|i| host_steal_pick(i, 63, 1, 0)).collect();
+        assert_eq!(w0, vec![0, 1, 2, 3, 4, 5, 6, 7]);
+        let w1: Vec<i32> = (0..8).map(|i| host_steal_pick(i, 63, 1, 7)).collect();
+        assert_eq!(w1, vec![0, 8, 9, 10, 11, 12, 13, 14]);
+        // The start moves by the window (7) and in 9 dispatches every far
+        // CPU has been looked at.
+        let mut seen = std::collections::BTreeSet::new();
+        for d in 0..9u32 {
+            for i in 1..8 {
+                seen.insert(host_steal_pick(i, 63, 1, d * 7));
+            }
+        }
+        assert_eq!(seen.len(), 62);
+        // No siblings, or nothing at all.
+        assert_eq!(host_steal_pick(0, 3, 0, 5), (5 % 3) as i32);
+        assert_eq!(host_steal_pick(0, 0, 0, 0), -1);
+    }
+}
+
+/// Per-CPU state written on the hot path (running/stopping/enqueue) fills
+/// whole cache lines, so two CPUs never write one line (issue 9, finding 10).
+#[test]
+fn per_cpu_state_is_cache_line_sized() {
+    use crate::bpf_skel::types;
+    let line = crate::bpf_intf::chameleon_consts_CHAMELEON_CACHELINE as usize;
+    assert_eq!(std::mem::size_of::<types::cpu_ctx>() % line, 0);
+    assert_eq!(std::mem::size_of::<types::rep_ctx>() % line, 0);
+    assert_eq!(std::mem::size_of::<types::chameleon_cpu_stats>() % line, 0);
+    assert_eq!(std::mem::align_of::<crate::bpf_intf::chameleon_cpu_stats>(), line);
+}

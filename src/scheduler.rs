@@ -39,6 +39,9 @@ pub struct Opts {
     pub stats_interval: Option<Duration>,
     /// A fused object runs at least this long before a waiter may split it.
     pub min_gran_us: u64,
+    /// A task waiting on a lent CPU gets it back after this long, whatever
+    /// the vtimes say (the lending bound).
+    pub lend_wait_ms: u64,
     /// Cgroups whose tasks want execution objects.
     pub tags: Vec<Tag>,
     /// Nodes as CPU lists ("0-11;12-23"); None: one per LLC.
@@ -58,6 +61,7 @@ impl Default for Opts {
             print_events: false,
             stats_interval: None,
             min_gran_us: 1000,
+            lend_wait_ms: 50,
             tags: Vec::new(),
             node_cpus: None,
             max_level: bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_LEVEL,
@@ -83,6 +87,10 @@ impl Opts {
         if !(10..=1_000_000).contains(&self.min_gran_us) {
             bail!("--min-granularity-us must be between 10 and 1000000 (got {})", self.min_gran_us);
         }
+        // Above 1 s a waiter would notice; the kernel's watchdog (10 s here) must never.
+        if !(1..=1000).contains(&self.lend_wait_ms) {
+            bail!("--lend-wait-ms must be between 1 and 1000 (got {})", self.lend_wait_ms);
+        }
         Ok(())
     }
 }
@@ -101,13 +109,32 @@ pub struct Scheduler<'a> {
     _stats_server: scx_stats::prelude::StatsServer<(), ()>,
 }
 
+/// Each CPU's steal order (SMT siblings, LLC, rest) into the policy's map.
+fn write_steal_orders(map: &dyn MapCore, nr_cpus: usize) -> Result<()> {
+    let places = crate::steal::places()?;
+    for &p in places.iter().filter(|p| p.cpu < nr_cpus) {
+        let (cpus, near) = crate::steal::order(p, &places);
+        let mut v = bpf_intf::chameleon_steal_order {
+            nr: cpus.len() as u32,
+            nr_near: near as u32,
+            cpus: [-1; bpf_intf::chameleon_consts_CHAMELEON_MAX_CPUS as usize],
+        };
+        for (slot, c) in v.cpus.iter_mut().zip(&cpus) {
+            *slot = *c as i32;
+        }
+        map.update(&(p.cpu as u32).to_ne_bytes(), as_bytes(&v), MapFlags::ANY)
+            .with_context(|| format!("writing cpu{}'s steal order", p.cpu))?;
+    }
+    Ok(())
+}
+
 /// CPU states and counters from the policy's .bss, for the status file.
 fn live_status(skel: &BpfSkel, nr_cpus: usize) -> crate::status::Live {
     let bss = skel.maps.bss_data.as_ref().expect(".bss is mapped");
     let cpus = (0..nr_cpus)
         .map(|c| {
-            let (role, with) = if bss.borrowed_by[c] != 0 {
-                ("borrowed", (bss.borrowed_by[c] - 1) as i64)
+            let (role, with) = if bss.cpu_ctxs[c].borrowed_by != 0 {
+                ("borrowed", (bss.cpu_ctxs[c].borrowed_by - 1) as i64)
             } else if bss.reps[c].state != 0 {
                 ("rep", bss.reps[c].owner as i64)
             } else if bss.cpu_ctxs[c].running != 0 {
@@ -177,6 +204,8 @@ impl<'a> Scheduler<'a> {
         rodata.slice_ns = opts.slice_us * 1000;
         rodata.nr_cpus = nr_cpus as u32;
         rodata.min_gran_ns = opts.min_gran_us * 1000;
+        rodata.lend_wait_ns = opts.lend_wait_ms * 1_000_000;
+        skel.maps.steal_orders.set_max_entries(nr_cpus as u32)?;
 
         // Resolve tags before loading: a bad cgroup path fails here, cleanly.
         // Tags in force: the ones stored on cgroups plus --tag, inherited by
@@ -208,12 +237,13 @@ impl<'a> Scheduler<'a> {
         let control = Server::bind(&opts.control_path)?;
         let skel = scx_ops_load!(skel, chameleon_ops, uei)?;
         let tag_ids = apply_tags(&skel.maps.tags, &extra, &HashMap::new())?;
+        write_steal_orders(&skel.maps.steal_orders, nr_cpus)?;
         let metrics = std::sync::Arc::new(std::sync::Mutex::new(crate::metrics::Metrics::default()));
         let mut skel = skel;
         let struct_ops = Some(scx_ops_attach!(skel, chameleon_ops)?);
         info!(
-            "scx_chameleon attached: {} CPUs, slice {} us, min granularity {} us",
-            nr_cpus, opts.slice_us, opts.min_gran_us
+            "scx_chameleon attached: {} CPUs, slice {} us, min granularity {} us, lending bound {} ms",
+            nr_cpus, opts.slice_us, opts.min_gran_us, opts.lend_wait_ms
         );
         Ok(Scheduler {
             skel,

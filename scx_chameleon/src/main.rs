@@ -50,6 +50,11 @@ struct Cli {
     #[arg(long, default_value_t = 1000)]
     min_granularity_us: u64,
 
+    /// A task waiting on a lent CPU gets it back after this many milliseconds,
+    /// whatever the virtual times say, and runs before it is lent again.
+    #[arg(long, default_value_t = 50)]
+    lend_wait_ms: u64,
+
     /// Tag a cgroup: its tasks want an execution object. CGROUP is a path under
     /// /sys/fs/cgroup; level 1..3 (2^level CPUs), weight 1..10000, tax 0.01..100.
     /// Repeatable.
@@ -293,6 +298,7 @@ fn run() -> Result<()> {
         print_events: cli.events,
         stats_interval: (cli.stats > 0.0).then(|| Duration::from_secs_f64(cli.stats)),
         min_gran_us: cli.min_granularity_us,
+        lend_wait_ms: cli.lend_wait_ms,
         tags: cli.tags,
         node_cpus: cli.node_cpus,
         max_level: cli.max_level,

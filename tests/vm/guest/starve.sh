@@ -8,8 +8,11 @@
 . /opt/chameleon/guest/lib.sh
 
 make_cgroup seq
+# CPUs 0 and 1 are the owner's and the waiter's alone: this shell, its
+# samplers and the agent stay on 2-3, so nothing else splits the object.
+taskset -p 0xc $$ >/dev/null || fail "cannot pin the test shell"
 start_agent --events --tag seq=level:1,tax:0.01
-spin -n -20 -g /sys/fs/cgroup/seq 16 >/dev/null &
+taskset 0x3 spin -n -20 -g /sys/fs/cgroup/seq 16 >/dev/null &
 a=$!
 wait_log "fuse cpu=0 pid=$a " 5000 "the owner never fused"
 spin -n 19 -c 1 14 >/dev/null &
