@@ -4,6 +4,11 @@
 # headers and image, the module builds against it and the VM boots it.
 KVER=7.3.4+deb13-cloud-amd64
 
+# Other stock kernels the smoke test also runs on (`tests/run`: smoke@<version>).
+# Each is downloaded from trixie-backports by scripts/kernels.sh into
+# $CACHE_DIR/kernels/<kver>/ (vmlinuz + config); they are not part of the root.
+SMOKE_KVERS="6.16.12+deb13-cloud-amd64 6.18.15+deb13-cloud-amd64 7.0.13+deb13-cloud-amd64"
+
 # Debian suite the toolchain root is made from; packages come from its backports.
 SUITE=trixie
 MIRROR=${SCX_CHAMELEON_MIRROR:-http://deb.debian.org/debian}
@@ -27,3 +32,10 @@ root_key() {
 		sha256sum | cut -c1-16
 }
 ROOT_DIR=$CACHE_DIR/root-$(root_key)
+
+# Where the image and config of kernel $1 are, as seen inside the root (the
+# primary one is installed in the root; the others are bound in from the cache).
+KERNELS_DIR=$CACHE_DIR/kernels
+kernel_dir() {
+	if [ "$1" = "$KVER" ]; then echo /boot; else echo "$KERNELS_DIR/$1"; fi
+}
