@@ -184,6 +184,38 @@ fn totals(skel: &BpfSkel, nr_cpus: usize) -> Totals {
     Totals::sum(&bss.cpu_stats[..nr_cpus])
 }
 
+/// Print how many instructions the verifier processed for each loaded program
+/// and their total: `verifier: total_insns=N (enqueue=…, dispatch=…, …)`. The
+/// smoke test compares the total per kernel with a recorded one (a regression
+/// guard: TCG verifies slowly, and older verifiers walk more states).
+fn report_verifier(skel: &BpfSkel) {
+    use libbpf_rs::libbpf_sys;
+    use libbpf_rs::skel::Skel;
+    use libbpf_rs::AsRawLibbpf;
+
+    let mut total = 0u64;
+    let mut each = Vec::new();
+    for prog in skel.object().progs() {
+        // SAFETY: the program belongs to the loaded object borrowed here.
+        let fd = unsafe { libbpf_sys::bpf_program__fd(prog.as_libbpf_object().as_ptr()) };
+        if fd < 0 {
+            continue; // not loaded
+        }
+        // SAFETY: a zeroed bpf_prog_info is a valid query (no arrays asked for).
+        let mut info: libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of_val(&info) as u32;
+        // SAFETY: info is len bytes, fd a live program fd.
+        if unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) } != 0 {
+            warn!("no program info for {:?}", prog.name());
+            continue;
+        }
+        total += u64::from(info.verified_insns);
+        let name = prog.name().to_string_lossy();
+        each.push(format!("{}={}", name.trim_start_matches("chameleon_"), info.verified_insns));
+    }
+    println!("verifier: total_insns={total} ({})", each.join(", "));
+}
+
 fn online_cpus() -> Result<Vec<usize>> {
     let list = std::fs::read_to_string("/sys/devices/system/cpu/online")
         .context("reading /sys/devices/system/cpu/online")?;
@@ -241,6 +273,7 @@ impl<'a> Scheduler<'a> {
         let metrics = std::sync::Arc::new(std::sync::Mutex::new(crate::metrics::Metrics::default()));
         let mut skel = skel;
         let struct_ops = Some(scx_ops_attach!(skel, chameleon_ops)?);
+        report_verifier(&skel);
         info!(
             "scx_chameleon attached: {} CPUs, slice {} us, min granularity {} us, lending bound {} ms",
             nr_cpus, opts.slice_us, opts.min_gran_us, opts.lend_wait_ms
