@@ -252,6 +252,12 @@ static void pending_dispatched(s32 cpu, u64 t0, bool dispatched)
 	struct rep_ctx *rc = rep_ctx(cc->pending_for - 1);
 	bool lent = rc && rc->pending_kind != CHAMELEON_EV_SPLIT;
 
+	/*
+	 * A dispatch already under way when the decision was taken (it was
+	 * waited for by an earlier, superseded one) works for it from then on.
+	 */
+	if (rc && chameleon_vtime_before(t0, rc->decision_at))
+		t0 = rc->decision_at;
 	if (lent ? cc->running : dispatched) {
 		cc->local_from = t0;
 		return;
