@@ -77,11 +77,11 @@ struct rep_ctx {
 	u32	nr_requested;		/* CPUs of the whole object */
 	u32	reason;			/* of the last split */
 	s32	owner;			/* pid of the fused task */
-	u32	pending;		/* borrowed positions not yet idle / back */
+	u32	seq;			/* of the decision (fuse or split) in flight */
 	u32	pending_kind;		/* event to emit when pending drains */
+	u64	pending;		/* seq << 32 | positions not yet idle / back */
 	u32	generation;		/* of the assignment it was fused from */
 	u32	tax;			/* hundredths, refreshed from the assignment */
-	u32	local_max;		/* slowest borrowed CPU's own work, ns */
 	u64	owner_cgid;
 	u64	decision_at;		/* of the fuse or split in flight */
 	u64	decision_cost;
@@ -105,12 +105,24 @@ struct {
 } guard_timer SEC(".maps");
 
 /*
+ * An object position, masked where the verifier sees it: bpf_for's bound is
+ * compiled as (i - 1) <= 6, and verifiers before 7.0 do not carry that back
+ * to i, so cpus[i] and vruntimes[i] were refused as unbounded on 6.16/6.18.
+ * barrier_var() keeps clang from dropping the mask as redundant.
+ */
+static __always_inline u32 obj_idx(u32 i)
+{
+	barrier_var(i);
+	return i & (CHAMELEON_OBJ_MAX_CPUS - 1);
+}
+
+/*
  * Walk the lent positions of an object: i = 1 .. nr - 1 with c = cpus[i],
  * skipping invalid CPU ids. bpf_for keeps the loop bounded for the verifier.
  */
 #define for_each_lent(i, c, cpus, nr)					\
 	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS)				\
-		if (i < (nr) && cpu_valid((c) = (cpus)[i & (CHAMELEON_OBJ_MAX_CPUS - 1)]))
+		if ((i) = obj_idx(i), (i) < (nr) && cpu_valid((c) = (cpus)[i]))
 
 static struct rep_ctx *rep_ctx(s32 cpu)
 {
@@ -168,6 +180,21 @@ static int obj_pos(struct rep_ctx *rc, s32 cpu)
 	return -1;
 }
 
+/* The slowest of @rc's lent CPUs that finished their part of its decision. */
+static u32 object_local_max(struct rep_ctx *rc)
+{
+	u32 i, max = 0;
+	s32 c;
+
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
+		struct cpu_ctx *cc = cpu_ctx(c);
+
+		if (cc->local_seq == rc->seq && cc->local_ns > max)
+			max = cc->local_ns;
+	}
+	return max;
+}
+
 static void emit_object(u32 kind, s32 rep, struct rep_ctx *rc, u64 latency,
 			u32 flags)
 {
@@ -181,7 +208,7 @@ static void emit_object(u32 kind, s32 rep, struct rep_ctx *rc, u64 latency,
 	ev->ts_ns = rc->decision_at;
 	ev->latency_ns = latency;
 	ev->cost_ns = rc->decision_cost;
-	ev->local_ns = rc->local_max;
+	ev->local_ns = object_local_max(rc);
 	ev->level = rc->nr_requested;
 	ev->nr_cpus = rc->nr_cpus;
 	ev->flags = flags;
@@ -194,30 +221,35 @@ static void emit_object(u32 kind, s32 rep, struct rep_ctx *rc, u64 latency,
 	bpf_ringbuf_submit(ev, 0);
 }
 
-/* Keep the largest local time of an object's CPUs (they report concurrently). */
-static void note_local(struct rep_ctx *rc, u64 ns)
+/*
+ * Decision numbers tie a waited-for CPU to the one decision it works for: a
+ * CPU finishing late for a superseded decision must neither clear a bit of
+ * the next one nor lend it its time.
+ */
+static u64 pending_word(u32 seq, u32 low)
 {
-	u32 v = ns > 0xffffffffULL ? 0xffffffffU : (u32)ns, cur, i;
+	return (u64)seq << 32 | low;
+}
 
-	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS) {
-		cur = rc->local_max;
-		if (cur >= v || __sync_bool_compare_and_swap(&rc->local_max, cur, v))
-			break;
-	}
+static s32 pending_rep(u64 pending_for)
+{
+	return (s32)(u32)pending_for - 1;
 }
 
 /*
  * A CPU that a fuse or split waited for is done, after @local ns of its own
- * work: clear its bit, and if it was the last one, report the decision with
- * its end-to-end latency and the slowest CPU's local time.
+ * work: record its time under the decision's number, clear its bit, and if it
+ * was the last one, report the decision with its end-to-end latency and the
+ * slowest CPU's local time.
  */
 static void pending_done(s32 cpu, u64 local)
 {
 	struct cpu_ctx *cc = cpu_ctx(cpu);
+	u64 want = cc->pending_for, old;
+	u32 seq = want >> 32, bit, i;
+	s32 rep = pending_rep(want);
 	struct rep_ctx *rc;
-	s32 rep = cc->pending_for - 1;
 	int pos;
-	u32 bit, old;
 
 	cc->pending_for = 0;
 	cc->local_from = 0;
@@ -228,13 +260,20 @@ static void pending_done(s32 cpu, u64 local)
 	if (pos < 0)
 		return;
 	bit = 1U << pos;
-	if (!(rc->pending & bit))
-		return;
-	note_local(rc, local);
-	old = __sync_fetch_and_and(&rc->pending, ~bit);
-	if ((old & bit) && !(old & ~bit))
-		emit_object(rc->pending_kind, rep, rc,
-			    bpf_ktime_get_ns() - rc->decision_at, 0);
+	cc->local_ns = local > 0xffffffffULL ? 0xffffffffU : (u32)local;
+	cc->local_seq = seq;
+	/* Each failed attempt means another CPU of the object cleared its bit. */
+	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS) {
+		old = rc->pending;
+		if ((u32)(old >> 32) != seq || !(old & bit))
+			return;
+		if (__sync_bool_compare_and_swap(&rc->pending, old, old & ~(u64)bit)) {
+			if (!((u32)old & ~bit))
+				emit_object(rc->pending_kind, rep, rc,
+					    bpf_ktime_get_ns() - rc->decision_at, 0);
+			return;
+		}
+	}
 }
 
 /*
@@ -249,8 +288,9 @@ static void pending_done(s32 cpu, u64 local)
 static void pending_dispatched(s32 cpu, u64 t0, bool dispatched)
 {
 	struct cpu_ctx *cc = cpu_ctx(cpu);
-	struct rep_ctx *rc = rep_ctx(cc->pending_for - 1);
+	struct rep_ctx *rc = rep_ctx(pending_rep(cc->pending_for));
 	bool lent = rc && rc->pending_kind != CHAMELEON_EV_SPLIT;
+	u64 now;
 
 	/*
 	 * A dispatch already under way when the decision was taken (it was
@@ -262,7 +302,8 @@ static void pending_dispatched(s32 cpu, u64 t0, bool dispatched)
 		cc->local_from = t0;
 		return;
 	}
-	pending_done(cpu, bpf_ktime_get_ns() - t0);
+	now = bpf_ktime_get_ns();
+	pending_done(cpu, now > t0 ? now - t0 : 0);
 }
 
 /* A task stops (@stopping) or starts on @cpu: the switch a pending CPU awaited? */
@@ -274,7 +315,7 @@ static void pending_switched(s32 cpu, bool stopping)
 
 	if (!t0 || !cc->pending_for)
 		return;
-	rc = rep_ctx(cc->pending_for - 1);
+	rc = rep_ctx(pending_rep(cc->pending_for));
 	if (rc && (rc->pending_kind != CHAMELEON_EV_SPLIT) == stopping)
 		pending_done(cpu, bpf_ktime_get_ns() - t0);
 }
@@ -285,7 +326,7 @@ static void pending_switched(s32 cpu, bool stopping)
  */
 static void supersede(s32 rep, struct rep_ctx *rc, u64 now)
 {
-	if (__sync_fetch_and_and(&rc->pending, 0))
+	if ((u32)__sync_fetch_and_and(&rc->pending, ~0xffffffffULL))
 		emit_object(rc->pending_kind, rep, rc, now - rc->decision_at,
 			    CHAMELEON_EVF_SUPERSEDED);
 }
@@ -335,9 +376,36 @@ static void charge_tax(struct task_struct *p, struct task_ctx *tctx,
 	charge = chameleon_tax_charge(delta, p->scx.weight, rc->tax);
 	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
 		if (scx_bpf_dsq_nr_queued(c))
-			tctx->vruntimes[i & (CHAMELEON_OBJ_MAX_CPUS - 1)] += charge;
+			tctx->vruntimes[i] += charge;
 	}
 	tctx->fused_ns += delta;
+}
+
+/*
+ * Open decision number seq + 1 on @rep waiting for @pending (positions in
+ * rc->cpus), then tell those CPUs and kick every lent CPU with @kick_flags.
+ * The word is published before any CPU learns it waits, so none can finish
+ * before its bit exists.
+ */
+static void publish_pending(s32 rep, struct rep_ctx *rc, u32 pending,
+			    u64 kick_flags)
+{
+	u32 i, seq = rc->seq + 1;
+	s32 c;
+
+	rc->seq = seq;
+	rc->pending = pending_word(seq, pending);
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
+		struct cpu_ctx *cc = cpu_ctx(c);
+
+		if (pending & (1U << i)) {
+			cc->local_from = 0;
+			cc->pending_for = pending_word(seq, rep + 1);
+		} else if (kick_flags == SCX_KICK_IDLE) {
+			continue;
+		}
+		scx_bpf_kick_cpu(c, kick_flags);
+	}
 }
 
 /*
@@ -361,26 +429,18 @@ static void split(s32 rep, u32 reason)
 	rc->reason = reason;
 	rc->split_at = t0;
 	rc->decision_at = t0;
+	rc->pending_kind = CHAMELEON_EV_SPLIT;
 	for_each_lent(i, c, rc->cpus, nr) {
 		struct cpu_ctx *cc = cpu_ctx(c);
 
 		__sync_bool_compare_and_swap(&cc->borrowed_by, rep + 1, 0);
 		cc->lend_wait_since = 0;
-		if (cc->online) {
+		if (cc->online)
 			pending |= 1U << i;
-			cc->local_from = 0;
-			cc->pending_for = rep + 1;
-		}
 	}
-	rc->pending_kind = CHAMELEON_EV_SPLIT;
-	rc->local_max = 0;
 	/* Kicks only queue IPIs; the cost is the decision itself. */
 	rc->decision_cost = bpf_ktime_get_ns() - t0;
-	rc->pending = pending;
-	for_each_lent(i, c, rc->cpus, nr) {
-		if (pending & (1U << i))
-			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
-	}
+	publish_pending(rep, rc, pending, SCX_KICK_IDLE);
 	if (st) {
 		st->nr_split++;
 		if (reason == CHAMELEON_SPLIT_BOUND)
@@ -442,7 +502,7 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 			continue;
 		busy = cpu_competitor_vtime(c, cc, t0, &other);
 		if (chameleon_may_borrow(cc->online, !busy,
-					 tctx->vruntimes[i & (CHAMELEON_OBJ_MAX_CPUS - 1)],
+					 tctx->vruntimes[i],
 					 other))
 			ok |= 1U << i;
 	}
@@ -487,19 +547,13 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 		struct cpu_ctx *cc = cpu_ctx(c);
 
 		cc->lend_wait_since = cc->running || scx_bpf_dsq_nr_queued(c) ? t0 : 0;
-		if (cc->running) {
+		if (cc->running)
 			pending |= 1U << i;
-			cc->local_from = 0;
-			cc->pending_for = cpu + 1;
-		}
 	}
 	rc->pending_kind = size < nr ? CHAMELEON_EV_PARTIAL_FUSE : CHAMELEON_EV_FUSE;
-	rc->local_max = 0;
 	rc->decision_cost = bpf_ktime_get_ns() - t0;
-	rc->pending = pending;
 	rc->state = REP_FUSED;
-	for_each_lent(i, c, a->cpus, size)
-		scx_bpf_kick_cpu(c, SCX_KICK_PREEMPT);
+	publish_pending(cpu, rc, pending, SCX_KICK_PREEMPT);
 	if (st) {
 		if (size < nr)
 			st->nr_partial++;
@@ -546,7 +600,7 @@ static bool waiter_due(struct rep_ctx *rc, struct task_ctx *owner, u64 now)
 
 		if (chameleon_must_split(now - rc->fused_at, min_gran_ns, w != NULL,
 					 w ? w->scx.dsq_vtime : 0,
-					 owner->vruntimes[i & (CHAMELEON_OBJ_MAX_CPUS - 1)]))
+					 owner->vruntimes[i]))
 			return true;
 	}
 	return false;
@@ -622,7 +676,7 @@ static void place_vthreads(struct task_ctx *tctx, struct chameleon_assignment *a
 	s32 c;
 
 	for_each_lent(i, c, a->cpus, a->nr_cpus) {
-		u64 *vr = &tctx->vruntimes[i & (CHAMELEON_OBJ_MAX_CPUS - 1)];
+		u64 *vr = &tctx->vruntimes[i];
 
 		if (tctx->assign_gen != a->generation)
 			*vr = cpu_ctx(c)->vclock;

@@ -84,7 +84,9 @@ struct cpu_ctx {
 	u32	steal_start;	/* rotating start of the far steal window */
 	/* Lending (exec_object.bpf.h). */
 	s32	borrowed_by;	/* representative + 1 of the object borrowing it, 0 if none */
-	s32	pending_for;	/* representative + 1 whose fuse/split waits for it */
+	u32	local_ns;	/* its own part of decision local_seq, ns */
+	u32	local_seq;
+	u64	pending_for;	/* decision seq << 32 | representative + 1 waiting for it */
 	u64	local_from;	/* its dispatch for that fuse/split began (0: not yet) */
 	u64	lend_wait_since; /* a task other than a pcpu kthread waits while lent */
 	u64	lend_block_until; /* not lent again before this (after a bound split) */
@@ -437,6 +439,12 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 */
 	if ((enq_flags & SCX_ENQ_LAST) && here && !cpu_borrowed(cpu)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+		/*
+		 * Some kernels (6.16, 7.0) have already picked idle when they
+		 * ask: without a kick the task sits in the local queue until
+		 * the CPU wakes for something else (~130 ms under TCG).
+		 */
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
 
@@ -579,6 +587,9 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 		split_owned(tctx, p->pid, CHAMELEON_SPLIT_MIGRATE);
 	if (rc->state == REP_FUSED && rc->owner != p->pid)
 		split(cpu, CHAMELEON_SPLIT_PREEMPT);
+	/* Tax and fused time accrue only while the owner runs (stopping charged the rest). */
+	if (rc->owner == p->pid)
+		rc->charged_until = now;
 	if (tctx->tagged && assignment_of(p, &a) && a.cpus[0] == cpu &&
 	    a.nr_cpus >= 2) {
 		if (tctx->assign_gen != a.generation)
