@@ -48,7 +48,15 @@ start_agent() {
 	[ "$(state)" = disabled ] || fail "sched_ext is '$(state)' before the agent starts"
 	scx_chameleon "$@" >"$AGENT_LOG" 2>&1 &
 	AGENT_PID=$!
-	wait_state enabled 30000 >/dev/null || fail "scheduler not enabled within 30 s"
+	t0=$(now_ms)
+	until [ "$(state)" = enabled ]; do
+		# An agent that failed to load is gone (or a zombie): no need to wait.
+		if [ ! -e /proc/$AGENT_PID ] || grep -q '^State:.*[ZX]' /proc/$AGENT_PID/status 2>/dev/null; then
+			fail "the agent exited before the scheduler was enabled"
+		fi
+		[ $(( $(now_ms) - t0 )) -lt 30000 ] || fail "scheduler not enabled within 30 s"
+		usleep 10000
+	done
 	ops_is_chameleon || fail "root/ops is '$(ops)', not chameleon"
 	ok "scx_chameleon attached (pid $AGENT_PID, ops $(ops))"
 }
