@@ -23,6 +23,8 @@ if [ "${1:-}" = --print-paths ]; then
 fi
 
 "$here/setup.sh"
+# The other kernels of the smoke matrix (downloaded once, then a no-op).
+"$here/kernels.sh"
 mkdir -p "$tools"
 log() { printf 'build: %s\n' "$*" >&2; }
 

@@ -47,7 +47,7 @@ for kver in "$@"; do
 		done
 		for deb in *.deb; do dpkg-deb -x \$deb ../x; done" \
 		>"$dir.tmp/download.log" 2>&1 ||
-		{ tail -20 "$dir.tmp/download.log" >&2; log "cannot fetch $kver"; exit 1; }
+		{ tail -20 "$dir.tmp/download.log" >&2; rm -rf "$dir.tmp"; log "cannot fetch $kver"; exit 1; }
 	for f in vmlinuz config; do
 		for src in "$dir.tmp/x/boot/$f-$kver" "$dir.tmp/x/usr/lib/modules/$kver/$f"; do
 			[ -f "$src" ] && mv "$src" "$dir.tmp/$f-$kver" && break
