@@ -15,5 +15,6 @@ grep -q "^assign pid=$a cpus=\[0, 1\]" "$AGENT_LOG" || fail "pid $a was not give
 grep -q "fuse cpu=0 pid=$a .*cpus=0,1 " "$AGENT_LOG" || fail "no fuse event on cpus 0,1"
 pct=$(fused_pct $a)
 ok "fused $pct% of its run time ($(task_times $a) ns run/fused), $(count_events fuse) fuse events"
+[ "$pct" -le 100 ] || fail "fused $pct% of its run time: fused time > run time"
 [ "$pct" -ge 90 ] || fail "fused only $pct% (< 90%)"
 pass
