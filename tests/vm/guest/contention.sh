@@ -16,12 +16,12 @@ for tax in 0.01 1 100; do
 	start_agent --tag seq=level:1,tax:$tax
 	n=0
 	for c in 1 2 3 3; do
-		spin -c $c 60 >/dev/null &
+		spin -c $c $LONG >/dev/null &
 		eval p$n=$!
 		n=$((n + 1))
 	done
 	usleep 300000
-	spin -g /sys/fs/cgroup/seq 60 >/dev/null &
+	spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
 	a=$!
 	# The agent counts the untagged load once a second (3 in a row before it
 	# takes CPUs from objects): past that, the object must still be there.
@@ -38,13 +38,7 @@ for tax in 0.01 1 100; do
 	ok "tax $tax: CPU 1 idle $idle% of 6 s (/proc/stat); sequential task ran $ams ms, CPU 1's spinner $bms ms (schedstat)"
 	[ "$bms" -gt 200 ] || fail "tax $tax: the spinner on CPU 1 got only $bms ms in 6 s"
 	res="$res $idle"
-	# Long enough to outlast any wait above under TCG; a task exit would
-	# (rightly) withdraw the object. Killed once measured.
-	for p in $a $p0 $p1 $p2 $p3; do
-		kill -0 $p 2>/dev/null || fail "tax $tax: pid $p ended early"
-	done
-	kill $a $p0 $p1 $p2 $p3
-	wait $a $p0 $p1 $p2 $p3 2>/dev/null
+	end_tasks $a $p0 $p1 $p2 $p3
 	[ "$(state)" = enabled ] || fail "scheduler ejected at tax $tax"
 	stop_agent
 done

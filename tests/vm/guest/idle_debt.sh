@@ -8,16 +8,15 @@
 
 make_cgroup seq
 start_agent --events --tag seq=level:1,tax:1
-spin -g /sys/fs/cgroup/seq 17 >/dev/null &
+spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
 a=$!
 sleep 8
-spin -c 1 9 >/dev/null &
+spin -c 1 $LONG >/dev/null &
 b=$!
 usleep 500000
-i0=$(cpu_jiffies 1); sleep 6; i1=$(cpu_jiffies 1)
-idle=$(idle_pct "$i0" "$i1")
+idle=$(idle_over 1 6)
 ok "after 8 s fused alone, with a spinner on CPU 1: CPU 1 idle $idle% of 6 s (/proc/stat)"
-wait $a $b || fail "a spinner failed"
+end_tasks $a $b
 stop_agent
 [ "$idle" -ge 15 ] || fail "CPU 1 idle only $idle% at tax 1: debt from borrowing an idle CPU"
 pass

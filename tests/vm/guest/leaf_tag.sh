@@ -9,7 +9,7 @@ make_cgroup par/leaf
 make_cgroup par/other
 [ -z "$(cat /sys/fs/cgroup/par/cgroup.subtree_control)" ] || fail "par has controllers for its children"
 start_agent --events --tag par/leaf=level:1,tax:1
-spin -g /sys/fs/cgroup/par/leaf 10 >/dev/null &
+spin -g /sys/fs/cgroup/par/leaf $LONG >/dev/null &
 a=$!
 wait_log "^assign pid=$a cpus=\[0, 1\]" 3000 "the task in the tagged leaf got no object"
 wait_log "fuse cpu=0 pid=$a " 3000 "the task in the tagged leaf never fused"
@@ -23,6 +23,6 @@ echo $a >/sys/fs/cgroup/par/leaf/cgroup.procs || fail "move back failed"
 sleep 2
 [ "$(grep -c "^assign pid=$a" "$AGENT_LOG")" -gt "$t" ] || fail "moved back to par/leaf, no object"
 ok "moved back to par/leaf: object again"
-wait $a || fail "spin failed"
+end_tasks $a
 stop_agent
 pass

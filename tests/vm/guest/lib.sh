@@ -136,3 +136,29 @@ longest_stall() {
 	done
 	echo "$worst $(( (last - first) / 1000000 ))"
 }
+
+# idle_over CPU SECONDS: the CPU's idle share (/proc/stat) over the next
+# SECONDS (usleep-style fractions not needed: whole or decimal seconds).
+idle_over() {
+	_i0=$(cpu_jiffies "$1")
+	sleep "$2"
+	idle_pct "$_i0" "$(cpu_jiffies "$1")"
+}
+
+# Workloads outlive their measuring windows by far: under TCG a few guest
+# seconds of waiting can stretch past a short task's end, and a task that
+# ended inside a window makes the window measure something else. Start them
+# long (LONG seconds), check they are all still there after the window, then
+# end them.
+LONG=120
+still_running() {
+	for _p in "$@"; do
+		kill -0 "$_p" 2>/dev/null || fail "pid $_p ended inside a measuring window"
+	done
+}
+end_tasks() {
+	still_running "$@"
+	kill "$@"
+	wait "$@" 2>/dev/null
+	return 0
+}

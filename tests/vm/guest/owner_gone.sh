@@ -11,6 +11,7 @@ window() {
 	i0=$(cpu_jiffies 1) b0=$(run_ns $b)
 	sleep 2
 	i1=$(cpu_jiffies 1) b1=$(run_ns $b)
+	still_running $a $b
 	idle=$(idle_pct "$i0" "$i1") bms=$(( (b1 - b0) / 1000000 ))
 	ok "$1: CPU 1 idle $idle% of 2 s, its spinner ran $bms ms"
 	[ "$idle" -le 20 ] || fail "$1: CPU 1 still idle $idle% (lent with no owner running)"
@@ -19,26 +20,26 @@ window() {
 
 make_cgroup seq
 start_agent --events --tag seq=level:1,tax:0.01
-spin -g /sys/fs/cgroup/seq 14 >/dev/null &
+spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
 a=$!
 wait_log "fuse cpu=0 pid=$a " 5000 "the owner never fused"
-spin -c 1 13 >/dev/null &
+spin -c 1 $LONG >/dev/null &
 b=$!
 sleep 1
 
 # (a) SCHED_FIFO spinner on the representative for 3.5 s.
-spin -f 50 -c 0 3.5 >/dev/null &
+spin -f 50 -c 0 $LONG >/dev/null &
 r=$!
 usleep 700000
 window "RT task on the representative"
-wait $r || fail "RT spinner failed"
+end_tasks $r
 sleep 1
 
 # (b) the owner may no longer run on its representative.
 taskset -p 0x4 $a >/dev/null || fail "taskset failed"
 usleep 500000
 window "owner moved to CPU 2"
-wait $a $b || fail "a spinner failed"
+end_tasks $a $b
 [ "$(state)" = enabled ] || fail "scheduler ejected"
 stop_agent
 pass

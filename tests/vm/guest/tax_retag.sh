@@ -8,19 +8,17 @@
 make_cgroup seq
 scx_chameleon tag seq --level 1 --tax 100 >/dev/null || fail "tag failed"
 start_agent --events
-spin -g /sys/fs/cgroup/seq 14 >/dev/null &
+spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
 a=$!
-spin -c 1 14 >/dev/null &
+spin -c 1 $LONG >/dev/null &
 b=$!
 sleep 2
-i0=$(cpu_jiffies 1); sleep 4; i1=$(cpu_jiffies 1)
-before=$(idle_pct "$i0" "$i1")
+before=$(idle_over 1 4)
 scx_chameleon tag seq --tax 0.01 >/dev/null || fail "retag failed"
 sleep 1
-i0=$(cpu_jiffies 1); sleep 4; i1=$(cpu_jiffies 1)
-after=$(idle_pct "$i0" "$i1")
+after=$(idle_over 1 4)
 ok "CPU 1 idle $before% at tax 100, $after% after the retag to tax 0.01 (/proc/stat)"
-wait $a $b || fail "a spinner failed"
+end_tasks $a $b
 stop_agent
 [ "$before" -le 5 ] || fail "tax 100: CPU 1 idle $before%"
 [ "$after" -ge 25 ] || fail "after the retag to 0.01, CPU 1 idle only $after%: the new tax did not reach the task"
