@@ -162,7 +162,9 @@ static s32 task_rep(struct task_struct *p, struct task_ctx *tctx)
 	if (!a)
 		return -1;
 	rep = a->cpus[0];
-	if (!cpu_valid(rep) || !bpf_cpumask_test_cpu(rep, p->cpus_ptr))
+	/* An offline representative's queue is not served. */
+	if (!cpu_valid(rep) || !cpu_ctx(rep)->online ||
+	    !bpf_cpumask_test_cpu(rep, p->cpus_ptr))
 		return -1;
 	return rep;
 }
@@ -180,8 +182,8 @@ static int obj_pos(struct rep_ctx *rc, s32 cpu)
 	return -1;
 }
 
-/* The slowest of @rc's lent CPUs that finished their part of its decision. */
-static u32 object_local_max(struct rep_ctx *rc)
+/* The slowest of @rc's lent CPUs that finished their part of decision @seq. */
+static u32 object_local_max(struct rep_ctx *rc, u32 seq)
 {
 	u32 i, max = 0;
 	s32 c;
@@ -189,17 +191,22 @@ static u32 object_local_max(struct rep_ctx *rc)
 	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
 		struct cpu_ctx *cc = cpu_ctx(c);
 
-		if (cc->local_seq == rc->seq && cc->local_ns > max)
+		if (cc->local_seq == seq && cc->local_ns > max)
 			max = cc->local_ns;
 	}
 	return max;
 }
 
-static void emit_object(u32 kind, s32 rep, struct rep_ctx *rc, u64 latency,
-			u32 flags)
+/*
+ * Report decision @seq of @rc. A decision bumps rc->seq before it writes any
+ * field, so if the number is still @seq after the fields were read, they all
+ * belong to @seq; if not, the report is marked superseded (mixed, a bound).
+ */
+static void emit_object(s32 rep, struct rep_ctx *rc, u64 latency, u32 flags,
+			u32 seq)
 {
+	u32 i, kind = rc->pending_kind;
 	struct chameleon_event *ev = event_reserve(kind, rep);
-	u32 i;
 
 	if (!ev)
 		return;
@@ -208,16 +215,18 @@ static void emit_object(u32 kind, s32 rep, struct rep_ctx *rc, u64 latency,
 	ev->ts_ns = rc->decision_at;
 	ev->latency_ns = latency;
 	ev->cost_ns = rc->decision_cost;
-	ev->local_ns = object_local_max(rc);
+	ev->local_ns = object_local_max(rc, seq);
 	ev->level = rc->nr_requested;
 	ev->nr_cpus = rc->nr_cpus;
-	ev->flags = flags;
 	if (kind == CHAMELEON_EV_SPLIT) {
 		ev->reason = rc->reason;
 		ev->run_ns = rc->split_at - rc->fused_at;
 	}
 	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS)
 		ev->cpus[i] = i < rc->nr_cpus ? rc->cpus[i] : -1;
+	if (READ_ONCE(rc->seq) != seq)
+		flags |= CHAMELEON_EVF_SUPERSEDED;
+	ev->flags = flags;
 	bpf_ringbuf_submit(ev, 0);
 }
 
@@ -269,8 +278,8 @@ static void pending_done(s32 cpu, u64 local)
 			return;
 		if (__sync_bool_compare_and_swap(&rc->pending, old, old & ~(u64)bit)) {
 			if (!((u32)old & ~bit))
-				emit_object(rc->pending_kind, rep, rc,
-					    bpf_ktime_get_ns() - rc->decision_at, 0);
+				emit_object(rep, rc, bpf_ktime_get_ns() - rc->decision_at,
+					    0, seq);
 			return;
 		}
 	}
@@ -321,14 +330,20 @@ static void pending_switched(s32 cpu, bool stopping)
 }
 
 /*
- * A new decision on @rc while the previous one still waits for some CPUs:
- * report the previous one now, its latency marked as a lower bound.
+ * Start a new decision on @rc and return its number. Numbered first, so that
+ * a late report of the previous one sees it superseded; if the previous one
+ * still waits for some CPUs, report it now, its latency a lower bound.
  */
-static void supersede(s32 rep, struct rep_ctx *rc, u64 now)
+static u32 begin_decision(s32 rep, struct rep_ctx *rc, u64 now)
 {
+	u32 prev = rc->seq;
+
+	WRITE_ONCE(rc->seq, prev + 1);
+	barrier();
 	if ((u32)__sync_fetch_and_and(&rc->pending, ~0xffffffffULL))
-		emit_object(rc->pending_kind, rep, rc, now - rc->decision_at,
-			    CHAMELEON_EVF_SUPERSEDED);
+		emit_object(rep, rc, now - rc->decision_at,
+			    CHAMELEON_EVF_SUPERSEDED, prev);
+	return prev + 1;
 }
 
 /*
@@ -382,18 +397,17 @@ static void charge_tax(struct task_struct *p, struct task_ctx *tctx,
 }
 
 /*
- * Open decision number seq + 1 on @rep waiting for @pending (positions in
- * rc->cpus), then tell those CPUs and kick every lent CPU with @kick_flags.
- * The word is published before any CPU learns it waits, so none can finish
+ * Decision @seq on @rep waits for @pending (positions in rc->cpus): publish
+ * that, then tell those CPUs and kick every lent CPU with @kick_flags. The
+ * word is published before any CPU learns it waits, so none can finish
  * before its bit exists.
  */
 static void publish_pending(s32 rep, struct rep_ctx *rc, u32 pending,
-			    u64 kick_flags)
+			    u64 kick_flags, u32 seq)
 {
-	u32 i, seq = rc->seq + 1;
+	u32 i;
 	s32 c;
 
-	rc->seq = seq;
 	rc->pending = pending_word(seq, pending);
 	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
 		struct cpu_ctx *cc = cpu_ctx(c);
@@ -419,12 +433,12 @@ static void split(s32 rep, u32 reason)
 	struct rep_ctx *rc = rep_ctx(rep);
 	struct chameleon_cpu_stats *st = stats_here();
 	u64 t0 = bpf_ktime_get_ns();
-	u32 i, pending = 0, nr;
+	u32 i, pending = 0, nr, seq;
 	s32 c;
 
 	if (!rc || !__sync_bool_compare_and_swap(&rc->state, REP_FUSED, REP_SPLITTING))
 		return;
-	supersede(rep, rc, t0);
+	seq = begin_decision(rep, rc, t0);
 	nr = rc->nr_cpus;
 	rc->reason = reason;
 	rc->split_at = t0;
@@ -440,14 +454,14 @@ static void split(s32 rep, u32 reason)
 	}
 	/* Kicks only queue IPIs; the cost is the decision itself. */
 	rc->decision_cost = bpf_ktime_get_ns() - t0;
-	publish_pending(rep, rc, pending, SCX_KICK_IDLE);
+	publish_pending(rep, rc, pending, SCX_KICK_IDLE, seq);
 	if (st) {
 		st->nr_split++;
 		if (reason == CHAMELEON_SPLIT_BOUND)
 			st->nr_bound_splits++;
 	}
 	if (!pending)
-		emit_object(CHAMELEON_EV_SPLIT, rep, rc, rc->decision_cost, 0);
+		emit_object(rep, rc, rc->decision_cost, 0, seq);
 	__sync_bool_compare_and_swap(&rc->state, REP_SPLITTING, REP_NATIVE);
 }
 
@@ -485,7 +499,7 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	struct rep_ctx *rc = rep_ctx(cpu);
 	struct chameleon_cpu_stats *st = stats_here();
 	u64 t0 = bpf_ktime_get_ns();
-	u32 i, ok = 0, size, pending = 0, nr = a->nr_cpus;
+	u32 i, ok = 0, size, pending = 0, nr = a->nr_cpus, seq;
 	s32 c;
 
 	if (!rc || rc->state != REP_NATIVE || nr > CHAMELEON_OBJ_MAX_CPUS)
@@ -524,7 +538,7 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 		}
 	}
 
-	supersede(cpu, rc, t0);
+	seq = begin_decision(cpu, rc, t0);
 	rc->nr_cpus = size;
 	rc->nr_requested = nr;
 	rc->generation = a->generation;
@@ -553,7 +567,7 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	rc->pending_kind = size < nr ? CHAMELEON_EV_PARTIAL_FUSE : CHAMELEON_EV_FUSE;
 	rc->decision_cost = bpf_ktime_get_ns() - t0;
 	rc->state = REP_FUSED;
-	publish_pending(cpu, rc, pending, SCX_KICK_PREEMPT);
+	publish_pending(cpu, rc, pending, SCX_KICK_PREEMPT, seq);
 	if (st) {
 		if (size < nr)
 			st->nr_partial++;
@@ -561,7 +575,7 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 			st->nr_fuse++;
 	}
 	if (!pending)
-		emit_object(rc->pending_kind, cpu, rc, rc->decision_cost, 0);
+		emit_object(cpu, rc, rc->decision_cost, 0, seq);
 }
 
 /*

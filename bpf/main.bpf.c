@@ -82,6 +82,7 @@ struct cpu_ctx {
 	u8	online;
 	u8	pad[2];
 	u32	steal_start;	/* rotating start of the far steal window */
+	u32	drain;		/* offline, its queue not yet emptied (drain_offline) */
 	/* Lending (exec_object.bpf.h). */
 	s32	borrowed_by;	/* representative + 1 of the object borrowing it, 0 if none */
 	u32	local_ns;	/* its own part of decision local_seq, ns */
@@ -96,6 +97,7 @@ struct cpu_ctx {
 struct cpu_ctx cpu_ctxs[CHAMELEON_MAX_CPUS];
 struct chameleon_cpu_stats cpu_stats[CHAMELEON_MAX_CPUS];
 u64 nr_cpu_online_events, nr_cpu_offline_events, nr_events_dropped;
+u32 nr_to_drain;	/* CPUs with drain set */
 /*
  * Bumped by the agent after it rewrote tags at run time: each task compares
  * it with its own copy when it becomes runnable or is enqueued, and re-reads
@@ -520,9 +522,39 @@ static bool steal(s32 cpu, struct cpu_ctx *cc)
 	return false;
 }
 
+/*
+ * Once a CPU is going offline the kernel no longer runs ops.dispatch there
+ * (and enqueues there bypass us), so tasks left in its queue would wait for
+ * it to come back; the per-CPU kthreads among them are what the hotplug
+ * itself waits for (ksoftirqd, kworkers): a stall, then the watchdog. Any
+ * other CPU that dispatches moves them to the kernel's global queue, which
+ * every CPU, the dying one included, consumes before asking us. Costs one
+ * load while no CPU is waiting to be drained.
+ */
+static void drain_offline(void)
+{
+	struct task_struct *p;
+	u32 c;
+
+	if (!READ_ONCE(nr_to_drain))
+		return;
+	bpf_for(c, 0, nr_cpus) {
+		struct cpu_ctx *cc = cpu_ctx(c);
+
+		if (!cc->drain)
+			continue;
+		bpf_for_each(scx_dsq, p, c, 0)
+			scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_GLOBAL, 0);
+		if (!scx_bpf_dsq_nr_queued(c) &&
+		    __sync_bool_compare_and_swap(&cc->drain, 1, 0))
+			__sync_fetch_and_sub(&nr_to_drain, 1);
+	}
+}
+
 /* Fill @cpu's local queue; whether it got a task. */
 static bool dispatch_cpu(s32 cpu)
 {
+	drain_offline();
 	/* A lent CPU runs only the kthreads bound to it (processor-proxy work). */
 	if (cpu_borrowed(cpu))
 		return dispatch_borrowed(cpu);
@@ -765,10 +797,28 @@ void BPF_STRUCT_OPS(chameleon_cgroup_exit, struct cgroup *cgrp)
 	bpf_map_delete_elem(&tags, &id);
 }
 
+/* Make an online CPU other than @gone dispatch soon, so that it drains @gone. */
+static void kick_drainer(s32 gone)
+{
+	u32 c;
+
+	bpf_for(c, 0, nr_cpus) {
+		if (c != gone && cpu_ctx(c)->online) {
+			scx_bpf_kick_cpu(c, 0);
+			return;
+		}
+	}
+}
+
 void BPF_STRUCT_OPS(chameleon_cpu_online, s32 cpu)
 {
-	if (cpu_valid(cpu))
-		cpu_ctx(cpu)->online = 1;
+	if (cpu_valid(cpu)) {
+		struct cpu_ctx *cc = cpu_ctx(cpu);
+
+		cc->online = 1;
+		if (__sync_bool_compare_and_swap(&cc->drain, 1, 0))
+			__sync_fetch_and_sub(&nr_to_drain, 1);
+	}
 	__sync_fetch_and_add(&nr_cpu_online_events, 1);
 	emit(CHAMELEON_EV_CPU_ONLINE, cpu, NULL);
 }
@@ -787,6 +837,9 @@ void BPF_STRUCT_OPS(chameleon_cpu_offline, s32 cpu)
 		split(cpu, CHAMELEON_SPLIT_OFFLINE);
 		cc->pending_for = 0;
 		cc->local_from = 0;
+		if (__sync_bool_compare_and_swap(&cc->drain, 0, 1))
+			__sync_fetch_and_add(&nr_to_drain, 1);
+		kick_drainer(cpu);
 	}
 	__sync_fetch_and_add(&nr_cpu_offline_events, 1);
 	emit(CHAMELEON_EV_CPU_OFFLINE, cpu, NULL);

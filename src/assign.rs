@@ -286,7 +286,7 @@ impl Assigner {
             let (apply, next) = untagged_step(self.manager.untagged_load(), seen, self.untagged_next);
             self.untagged_next = next;
             if let Some(n) = apply {
-                println!("untagged load={n}: {n} CPUs kept native");
+                println!("untagged load={n} runnable tasks");
                 changes.extend(self.manager.set_untagged_load(n));
             }
         }

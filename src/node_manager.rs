@@ -72,7 +72,8 @@ pub struct NodeManager {
     nodes: Vec<Node>,
     online: BTreeSet<usize>,
     max_level: u32,
-    /// CPUs kept native for runnable untagged tasks.
+    /// Runnable untagged tasks: objects come first from the CPUs they leave
+    /// idle (Fig. 6); when there are none, pairs over busy CPUs (Fig. 7).
     untagged_load: usize,
     requesters: BTreeMap<i32, Requester>,
     places: BTreeMap<i32, Place>,
@@ -188,7 +189,7 @@ impl NodeManager {
         self.untagged_load
     }
 
-    /// Runnable untagged tasks: that many CPUs stay native.
+    /// Runnable untagged tasks (see `untagged_load`).
     pub fn set_untagged_load(&mut self, n: usize) -> Vec<Change> {
         if n == self.untagged_load {
             return Vec::new();
