@@ -286,7 +286,7 @@ impl Assigner {
             let (apply, next) = untagged_step(self.manager.untagged_load(), seen, self.untagged_next);
             self.untagged_next = next;
             if let Some(n) = apply {
-                println!("untagged load={n} runnable tasks");
+                println!("untagged load={n}: runnable untagged tasks");
                 changes.extend(self.manager.set_untagged_load(n));
             }
         }
