@@ -704,7 +704,8 @@ static void place_vthreads(struct task_ctx *tctx, struct chameleon_assignment *a
  * Every CHAMELEON_GUARD_NS, whatever runs where: an object whose owner no
  * longer runs on its representative, or whose waiter reached the lending
  * bound, is split; a CPU lent to a representative that does not hold it is
- * freed. Off the scheduling path, so a walk of the CPUs is fine here.
+ * freed; a CPU going offline is seen through (hotplug.bpf.h). Off the
+ * scheduling path, so a walk of the CPUs is fine here.
  */
 static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 {
@@ -734,6 +735,7 @@ static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 				scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		}
 	}
+	hotplug_guard(now);
 	bpf_timer_start(timer, CHAMELEON_GUARD_NS, 0);
 	return 0;
 }

@@ -22,11 +22,13 @@
  *   capped so that no one waits longer than CHAMELEON_WAIT_BOUND_NS behind a
  *   heavier task; wake an idle CPU the task may run on so it can steal it.
  * - dispatch: the head of this CPU's queue, else steal: SMT siblings first,
- *   then a bounded, rotating window of the rest in topology order. Queues of
- *   offline CPUs are drained the same way, which is what survives hotplug.
+ *   then a bounded, rotating window of the rest in topology order.
  * - running/stopping: advance the CPU's clock; charge delta * 100 / weight.
- * - cpu_online/cpu_offline: report the event. Implementing them tells the
- *   kernel we handle hotplug, so it does not eject the scheduler.
+ * - cpu_online/cpu_offline: split objects the CPU was part of, report the
+ *   event, and see the CPU's way down through (hotplug.bpf.h: its queue
+ *   drained, the CPU kicked until the kernel no longer waits for it).
+ *   Implementing them tells the kernel we handle hotplug, so it does not
+ *   eject the scheduler.
  *
  * Execution objects (fuse, split, tax, the lending bound) live in
  * exec_object.bpf.h; the hooks here call into it only for tagged tasks and
@@ -82,7 +84,9 @@ struct cpu_ctx {
 	u8	online;
 	u8	pad[2];
 	u32	steal_start;	/* rotating start of the far steal window */
-	u32	drain;		/* offline, its queue not yet emptied (drain_offline) */
+	u32	drain;		/* offline, its queue not yet emptied (hotplug.bpf.h) */
+	u32	dying;		/* offline, the kernel may still wait for it to empty */
+	u64	dispatched_at;	/* last ops.dispatch here, or its queue last seen empty */
 	/* Lending (exec_object.bpf.h). */
 	s32	borrowed_by;	/* representative + 1 of the object borrowing it, 0 if none */
 	u32	local_ns;	/* its own part of decision local_seq, ns */
@@ -97,7 +101,6 @@ struct cpu_ctx {
 struct cpu_ctx cpu_ctxs[CHAMELEON_MAX_CPUS];
 struct chameleon_cpu_stats cpu_stats[CHAMELEON_MAX_CPUS];
 u64 nr_cpu_online_events, nr_cpu_offline_events, nr_events_dropped;
-u32 nr_to_drain;	/* CPUs with drain set */
 /*
  * Bumped by the agent after it rewrote tags at run time: each task compares
  * it with its own copy when it becomes runnable or is enqueued, and re-reads
@@ -281,6 +284,7 @@ static void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 	tctx->vcpu = cpu;
 }
 
+#include "hotplug.bpf.h"
 #include "exec_object.bpf.h"
 
 /*
@@ -522,35 +526,6 @@ static bool steal(s32 cpu, struct cpu_ctx *cc)
 	return false;
 }
 
-/*
- * Once a CPU is going offline the kernel no longer runs ops.dispatch there
- * (and enqueues there bypass us), so tasks left in its queue would wait for
- * it to come back; the per-CPU kthreads among them are what the hotplug
- * itself waits for (ksoftirqd, kworkers): a stall, then the watchdog. Any
- * other CPU that dispatches moves them to the kernel's global queue, which
- * every CPU, the dying one included, consumes before asking us. Costs one
- * load while no CPU is waiting to be drained.
- */
-static void drain_offline(void)
-{
-	struct task_struct *p;
-	u32 c;
-
-	if (!READ_ONCE(nr_to_drain))
-		return;
-	bpf_for(c, 0, nr_cpus) {
-		struct cpu_ctx *cc = cpu_ctx(c);
-
-		if (!cc->drain)
-			continue;
-		bpf_for_each(scx_dsq, p, c, 0)
-			scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_GLOBAL, 0);
-		if (!scx_bpf_dsq_nr_queued(c) &&
-		    __sync_bool_compare_and_swap(&cc->drain, 1, 0))
-			__sync_fetch_and_sub(&nr_to_drain, 1);
-	}
-}
-
 /* Fill @cpu's local queue; whether it got a task. */
 static bool dispatch_cpu(s32 cpu)
 {
@@ -574,6 +549,8 @@ void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	/* A fuse or split waits for this CPU: time its side of the work. */
 	t0 = cpu_ctx(cpu)->pending_for ? bpf_ktime_get_ns() : 0;
+	/* This queue is served (hotplug_guard rescues one that is not). */
+	WRITE_ONCE(cpu_ctx(cpu)->dispatched_at, t0 ?: bpf_ktime_get_ns());
 	got = dispatch_cpu(cpu);
 	if (t0)
 		pending_dispatched(cpu, t0, got);
@@ -797,27 +774,13 @@ void BPF_STRUCT_OPS(chameleon_cgroup_exit, struct cgroup *cgrp)
 	bpf_map_delete_elem(&tags, &id);
 }
 
-/* Make an online CPU other than @gone dispatch soon, so that it drains @gone. */
-static void kick_drainer(s32 gone)
-{
-	u32 c;
-
-	bpf_for(c, 0, nr_cpus) {
-		if (c != gone && cpu_ctx(c)->online) {
-			scx_bpf_kick_cpu(c, 0);
-			return;
-		}
-	}
-}
-
 void BPF_STRUCT_OPS(chameleon_cpu_online, s32 cpu)
 {
 	if (cpu_valid(cpu)) {
 		struct cpu_ctx *cc = cpu_ctx(cpu);
 
 		cc->online = 1;
-		if (__sync_bool_compare_and_swap(&cc->drain, 1, 0))
-			__sync_fetch_and_sub(&nr_to_drain, 1);
+		hotplug_cpu_back(cpu);
 	}
 	__sync_fetch_and_add(&nr_cpu_online_events, 1);
 	emit(CHAMELEON_EV_CPU_ONLINE, cpu, NULL);
@@ -837,9 +800,7 @@ void BPF_STRUCT_OPS(chameleon_cpu_offline, s32 cpu)
 		split(cpu, CHAMELEON_SPLIT_OFFLINE);
 		cc->pending_for = 0;
 		cc->local_from = 0;
-		if (__sync_bool_compare_and_swap(&cc->drain, 0, 1))
-			__sync_fetch_and_add(&nr_to_drain, 1);
-		kick_drainer(cpu);
+		hotplug_cpu_gone(cpu);
 	}
 	__sync_fetch_and_add(&nr_cpu_offline_events, 1);
 	emit(CHAMELEON_EV_CPU_OFFLINE, cpu, NULL);
@@ -878,6 +839,8 @@ void BPF_STRUCT_OPS(chameleon_exit, struct scx_exit_info *ei)
 	UEI_RECORD(uei, ei);
 }
 
+#include "dump.bpf.h"
+
 SCX_OPS_DEFINE(chameleon_ops,
 	       .select_cpu	= (void *)chameleon_select_cpu,
 	       .enqueue		= (void *)chameleon_enqueue,
@@ -894,6 +857,9 @@ SCX_OPS_DEFINE(chameleon_ops,
 	       .cgroup_exit	= (void *)chameleon_cgroup_exit,
 	       .cpu_online	= (void *)chameleon_cpu_online,
 	       .cpu_offline	= (void *)chameleon_cpu_offline,
+	       .dump		= (void *)chameleon_dump,
+	       .dump_cpu	= (void *)chameleon_dump_cpu,
+	       .dump_task	= (void *)chameleon_dump_task,
 	       .init		= (void *)chameleon_init,
 	       .exit		= (void *)chameleon_exit,
 	       /*

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The kernel's debug dump (watchdog exit, scx_bpf_error(), SysRq-D) with our
+ * state in it: per CPU whether it is lent or fused, draining after hotplug,
+ * how long its queue is; per task its tag and object. The agent prints the
+ * exit dump; its size is --exit-dump-len. Best effort: read without locks.
+ */
+
+void BPF_STRUCT_OPS(chameleon_dump, struct scx_dump_ctx *dctx)
+{
+	scx_bpf_dump("chameleon: tags_gen=%llu nr_to_drain=%u rescued=%llu online/offline events=%llu/%llu dropped=%llu",
+		     tags_gen, nr_to_drain, nr_rescued, nr_cpu_online_events,
+		     nr_cpu_offline_events, nr_events_dropped);
+}
+
+void BPF_STRUCT_OPS(chameleon_dump_cpu, struct scx_dump_ctx *dctx, s32 cpu,
+		    bool idle)
+{
+	struct cpu_ctx *cc;
+	struct rep_ctx *rc;
+
+	if (!cpu_valid(cpu))
+		return;
+	cc = cpu_ctx(cpu);
+	rc = &reps[CPU_IDX(cpu)];
+	/* An idle CPU with nothing of ours to say stays out of the dump. */
+	if (idle && !scx_bpf_dsq_nr_queued(cpu) && !cc->borrowed_by &&
+	    rc->state == REP_NATIVE && cc->online && !cc->drain)
+		return;
+	scx_bpf_dump("chameleon: queued=%d online=%u drain=%u dying=%u dispatched_ago=%lldus curr_pid=%d",
+		     scx_bpf_dsq_nr_queued(cpu), cc->online, cc->drain, cc->dying,
+		     (s64)(bpf_ktime_get_ns() - cc->dispatched_at) / 1000, cc->curr_pid);
+	scx_bpf_dump("\n            borrowed_by=%d rep_state=%u owner=%d nr_cpus=%u pending=0x%llx lend_wait_since=%llu",
+		     cc->borrowed_by - 1, rc->state, rc->owner, rc->nr_cpus,
+		     rc->pending, cc->lend_wait_since);
+}
+
+void BPF_STRUCT_OPS(chameleon_dump_task, struct scx_dump_ctx *dctx,
+		    struct task_struct *p)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	if (!tctx)
+		return;
+	scx_bpf_dump("chameleon: vcpu=%d tagged=%u fused_rep=%d cgid=%llu run_ns=%llu fused_ns=%llu",
+		     tctx->vcpu, tctx->tagged, tctx->fused_rep - 1, tctx->cgid,
+		     tctx->run_ns, tctx->fused_ns);
+}

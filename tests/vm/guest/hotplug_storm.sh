@@ -1,0 +1,71 @@
+#!/bin/sh
+# Hotplug storm under load: every CPU but 0 goes offline and comes back at
+# random, every 100-500 ms, for STORM_S seconds (default 30), while stress-ng
+# keeps every CPU busy and a tagged level-1 task fuses (representatives and
+# lent CPUs go away under it). The kernel's watchdog ejecting us while a
+# hotplug waits for a per-CPU kthread (cpuhp/N, ksoftirqd/N) is what this
+# catches. Asserts, from the kernel's side: still enabled and ours after every
+# step, the agent alive, every CPU online at the end, the load completed, no
+# stall in the kernel log (tests/vm/run fails the run on a sched_ext error).
+# On a failure the whole agent log is printed: the exit dump is in it.
+. /opt/chameleon/guest/lib.sh
+
+storm_s=${STORM_S:-30}
+ncpu=$(nproc)
+[ "$ncpu" -ge 2 ] || fail "needs 2 CPUs, has $ncpu"
+
+storm_fail() {
+	echo "--- full agent log ---"
+	cat "$AGENT_LOG"
+	echo "--- kernel log (tail) ---"
+	dmesg | tail -n 60
+	fail "$@"
+}
+
+make_cgroup storm
+scx_chameleon tag storm --level 1 --tax 1 >/dev/null || fail "cannot tag storm"
+start_agent --events
+
+stress-ng --cpu "$ncpu" --timeout $(( storm_s + 30 )) >/tmp/stress.log 2>&1 &
+load=$!
+spin -g /sys/fs/cgroup/storm $(( storm_s + 30 )) >/dev/null &
+tagged=$!
+
+# A pseudo-random stream from the kernel (busybox has no $RANDOM in every build).
+rnd() { od -An -N2 -tu2 /dev/urandom | tr -d ' '; }
+
+end=$(( $(now_ms) + storm_s * 1000 ))
+steps=0 offs=0
+while [ "$(now_ms)" -lt "$end" ]; do
+	cpu=$(( $(rnd) % (ncpu - 1) + 1 ))
+	f=/sys/devices/system/cpu/cpu$cpu/online
+	if [ "$(cat $f)" = 1 ]; then
+		echo 0 >"$f" 2>/dev/null && offs=$(( offs + 1 ))
+	else
+		echo 1 >"$f" || storm_fail "cannot online cpu$cpu"
+	fi
+	steps=$(( steps + 1 ))
+	usleep $(( ($(rnd) % 400 + 100) * 1000 ))
+	[ "$(state)" = enabled ] || storm_fail "state '$(state)' after step $steps (cpu$cpu)"
+	agent_alive || storm_fail "agent exited after step $steps"
+done
+for f in /sys/devices/system/cpu/cpu[1-9]*/online; do
+	[ "$(cat "$f")" = 1 ] || echo 1 >"$f" || storm_fail "cannot bring back ${f%/online}"
+done
+ok "storm: $steps steps, $offs CPUs offlined, over ${storm_s} s under load"
+[ "$(state)" = enabled ] || storm_fail "state '$(state)' after the storm"
+ops_is_chameleon || storm_fail "root/ops '$(ops)' after the storm"
+[ "$(grep -c . /sys/devices/system/cpu/online)" = 1 ] &&
+	[ "$(cat /sys/devices/system/cpu/online)" = "0-$(( ncpu - 1 ))" ] ||
+	storm_fail "CPUs online at the end: $(cat /sys/devices/system/cpu/online)"
+dmesg | grep -E "failed to run for|hung_task|rcu.*stall|soft lockup" &&
+	storm_fail "the kernel log has a stall"
+kill "$tagged" 2>/dev/null
+wait "$tagged" 2>/dev/null
+kill "$load" 2>/dev/null
+wait "$load" 2>/dev/null
+stop_agent
+n_off=$(count_events cpu_offline)
+[ "$n_off" -ge "$offs" ] || fail "agent saw $n_off cpu_offline events, $offs offlines done"
+ok "agent saw $n_off cpu_offline events for $offs offlines"
+pass
