@@ -2,7 +2,10 @@
 # Cluster scheduling (2), Chameleon Figure 3: task A (level 1, object {0,1})
 # and task B pinned to CPU 1, both CPU-bound for 20 s. The fused share of A
 # follows the tax: <= 5% at 100, 30..70% at 1, >= 80% at 0.01; B makes
-# progress every time and the scheduler is never ejected.
+# progress every time and the scheduler is never ejected. The fused share,
+# our own count, is checked against the kernel's: B runs only while CPU 1 is
+# not lent (schedstat: B's share + A's fused share ~ 100 %), and a lent CPU 1
+# idles (/proc/stat).
 . /opt/chameleon/guest/lib.sh
 
 # Fuses of A preempt B on CPU 1, so they wait for CPU 1: every reported event
@@ -33,7 +36,13 @@ for case in "100 0 5" "1 30 70" "0.01 80 100"; do
 	sleep 0.5
 	spin -g /sys/fs/cgroup/seq 20 >/tmp/a.out &
 	a=$!
+	i0=$(cpu_jiffies 1) b0=$(run_ns $b) t0=$(now_ms)
 	wait $a || fail "A failed (tax $tax)"
+	i1=$(cpu_jiffies 1) b1=$(run_ns $b) t1=$(now_ms)
+	# Idle share of wall time: /proc/stat's idle is exact (NOHZ), its busy
+	# fields are tick samples that TCG thins out, so not of its total.
+	idle=$(( (${i1%% *} - ${i0%% *}) * 1000 / (t1 - t0) ))
+	bpct=$(( (b1 - b0) / 10000 / (t1 - t0) ))
 	wait $b || fail "B failed (tax $tax)"
 	[ "$(state)" = enabled ] || fail "scheduler ejected during tax $tax"
 	agent_alive || fail "agent died during tax $tax"
@@ -41,8 +50,15 @@ for case in "100 0 5" "1 30 70" "0.01 80 100"; do
 	pct=$(fused_pct $a)
 	bl=$(sed -n 's/.*loops=//p' /tmp/b.out)
 	ok "tax $tax: A fused $pct% of 20 s ($(count_events fuse) fuses, $(count_events split) splits); B did $bl loops in 21 s ($solo in 2 s alone)"
+	ok "tax $tax, the kernel's view: CPU 1 idle $idle%, B ran $bpct% of the time (schedstat)"
 	[ "$pct" -ge "$lo" ] && [ "$pct" -le "$hi" ] || fail "tax $tax: A fused $pct%, expected $lo..$hi%"
 	[ "${bl:-0}" -gt 0 ] || fail "tax $tax: B made no progress"
+	[ "$bpct" -ge 5 ] || fail "tax $tax: B ran only $bpct% of the time on CPU 1"
+	# Lent time must show as idle; TCG makes idle read high (idle + B's
+	# schedstat came to 114-120 % at tax 1), so only this direction is held.
+	[ "$idle" -ge $(( pct - 15 )) ] || fail "tax $tax: CPU 1 idle only $idle% but A fused $pct%: our count disagrees with /proc/stat"
+	d=$(( 100 - pct - bpct )); [ $d -lt 0 ] && d=$(( -d ))
+	[ "$d" -le 15 ] || fail "tax $tax: B ran $bpct% of the time but A fused only $pct% (CPU 1 lent): disagree"
 	[ "$tax" = 1 ] && check_local_times
 done
 pass
