@@ -1,6 +1,6 @@
 # Front door. Everything slow (the trixie toolchain root, cargo's target dir)
 # is cached under ${XDG_CACHE_HOME:-~/.cache}/scx_chameleon, keyed by its inputs.
-.PHONY: all setup build test test-host test-vm demo clean
+.PHONY: all setup build test test-host test-vm demo soak clean
 
 all: build
 
@@ -22,6 +22,12 @@ test-vm:
 
 demo:
 	scripts/demo.sh
+
+# Stress and soak in the VM for SOAK_S seconds (make test runs 60 s of it).
+SOAK_S ?= 600
+soak:
+	scripts/build.sh
+	tests/vm/run --no-build --timeout $$(( $(SOAK_S) + 300 )) -- env SOAK_S=$(SOAK_S) soak.sh
 
 clean:
 	scripts/in-root --bind "$(CURDIR)" -- make -s -C /usr/src/linux-headers-$$(. scripts/config.sh; echo $$KVER) M="$(CURDIR)/kmod_proxy" clean

@@ -122,9 +122,8 @@ static void drain_offline(void)
 
 /*
  * A queue whose CPU has not dispatched for this long while tasks wait in it is
- * served by the others. Longer than any wait we impose on purpose (a lent
- * CPU's waiters: the lending bound, 50 ms by default; a slice, 5 ms), far
- * below the kernel's watchdog.
+ * served by the others. Longer than a slice (5 ms by default) by far, and far
+ * below the kernel's watchdog. Lent CPUs are left to the lending bound.
  */
 #define CHAMELEON_RESCUE_NS	(200ULL * 1000 * 1000)
 
@@ -157,7 +156,12 @@ static void hotplug_guard(u64 now)
 		/* A lent CPU idles on purpose: the lending bound serves its queue. */
 		if (cc->online && !cc->running && !cc->borrowed_by)
 			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
-		if (now - READ_ONCE(cc->dispatched_at) > CHAMELEON_RESCUE_NS &&
+		/*
+		 * Not a lent CPU's: its waiters are the lending bound's (up to
+		 * 1 s), and the global queue would hand them to the lent CPU.
+		 */
+		if (!cc->borrowed_by &&
+		    now - READ_ONCE(cc->dispatched_at) > CHAMELEON_RESCUE_NS &&
 		    __sync_bool_compare_and_swap(&cc->drain, 0, 1)) {
 			__sync_fetch_and_add(&nr_to_drain, 1);
 			__sync_fetch_and_add(&nr_rescued, 1);

@@ -118,6 +118,7 @@ struct task_ctx {
 	s32	fused_rep;	/* representative + 1 it last fused on, 0 if none */
 	u64	cgid;		/* leaf cgroup whose tag it follows */
 	u64	tags_gen;	/* tags_gen when its tag was last read */
+	u64	demand_drops;	/* nr_events_dropped when it last asked (redemand) */
 	u64	run_ns;
 	u64	fused_ns;
 	/* Virtual threads: its place in the queue of each CPU of its object. */
@@ -239,9 +240,13 @@ static void emit(u32 kind, s32 cpu, struct task_struct *p)
 }
 
 /* A task wants an object of @level (0: no longer wants one). */
-static void emit_demand(struct task_struct *p, s32 cpu, u64 cgid, u32 level)
+static void emit_demand(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+			u64 cgid, u32 level)
 {
-	struct chameleon_event *ev = event_reserve(CHAMELEON_EV_DEMAND, cpu);
+	struct chameleon_event *ev;
+
+	tctx->demand_drops = READ_ONCE(nr_events_dropped);
+	ev = event_reserve(CHAMELEON_EV_DEMAND, cpu);
 
 	if (!ev)
 		return;
@@ -306,7 +311,7 @@ static void retag(struct task_struct *p, struct task_ctx *tctx, u64 cgid)
 	if (!level)
 		split_owned(tctx, p->pid, CHAMELEON_SPLIT_RETAG);
 	tctx->tagged = level > 0;
-	emit_demand(p, cpu, cgid, level);
+	emit_demand(p, tctx, cpu, cgid, level);
 }
 
 /* Cheap enough for every enqueue: two compares unless something changed. */
@@ -316,6 +321,28 @@ static void tag_check(struct task_struct *p, struct task_ctx *tctx)
 
 	if (tctx->tags_gen != tags_gen || tctx->cgid != cgid)
 		retag(p, tctx, cgid);
+}
+
+/*
+ * A tagged task without an object whose DEMAND may have been lost: events were
+ * dropped (the ring buffer was full) since it last asked. It asks again, once
+ * per loss, so that no task stays without its object because the agent was
+ * slow once.
+ */
+static void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx)
+{
+	struct chameleon_tag *tag;
+	u64 cgid = tctx->cgid;
+	u32 level;
+
+	if (tctx->demand_drops == READ_ONCE(nr_events_dropped))
+		return;
+	tag = bpf_map_lookup_elem(&tags, &cgid);
+	level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
+	if (level)
+		emit_demand(p, tctx, scx_bpf_task_cpu(p), cgid, level);
+	else
+		tctx->demand_drops = READ_ONCE(nr_events_dropped);
 }
 
 /*
@@ -391,6 +418,8 @@ void BPF_STRUCT_OPS(chameleon_runnable, struct task_struct *p, u64 enq_flags)
 		return;
 	if (assignment_of(p, &a))
 		place_vthreads(tctx, &a);
+	else
+		redemand_if_lost(p, tctx);
 	/* Its object may have been freed while it slept: it asks again. */
 	if (tctx->sleep_told) {
 		tctx->sleep_told = 0;
@@ -679,6 +708,13 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 			split(cpu, CHAMELEON_SPLIT_PREEMPT);
 		charge_tax(p, tctx, rc, now);
 	}
+	/* A CPU-bound task never wakes: its lost DEMAND is retried here. */
+	if (tctx->tagged && tctx->demand_drops != READ_ONCE(nr_events_dropped)) {
+		s32 pid = p->pid;
+
+		if (!bpf_map_lookup_elem(&assignments, &pid))
+			redemand_if_lost(p, tctx);
+	}
 }
 
 /* Allocate the task's context where sleeping is allowed (fork, attach). */
@@ -714,7 +750,7 @@ void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 	level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
 	if (level) {
 		tctx->tagged = 1;
-		emit_demand(p, cpu, cgid, level);
+		emit_demand(p, tctx, cpu, cgid, level);
 	}
 }
 

@@ -84,6 +84,12 @@ pub fn untagged_step(current: usize, seen: usize, pending: Option<(usize, u32)>)
 }
 
 /// Runnable tasks right now, from /proc/stat.
+/// The CPUs the kernel has online now.
+fn online_cpus() -> Option<Vec<usize>> {
+    let list = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    scx_utils::read_cpulist(list.trim()).ok()
+}
+
 fn procs_running() -> Option<usize> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     stat.lines().find_map(|l| l.strip_prefix("procs_running ")?.trim().parse().ok())
@@ -133,7 +139,7 @@ impl Assigner {
             match &ch.object {
                 Some(o) => {
                     let value = Self::value(o, self.requesters.get(&ch.pid).map(|(p, _, _)| p));
-                    println!(
+                    crate::out!(
                         "assign pid={} cpus={:?} gen={} tax={}.{:02}",
                         ch.pid,
                         o.cpus,
@@ -146,14 +152,14 @@ impl Assigner {
                     }
                 }
                 None => {
-                    println!("unassign pid={}", ch.pid);
+                    crate::out!("unassign pid={}", ch.pid);
                     // ENOENT is fine: the task never had an object.
                     let _ = map.delete(&key);
                 }
             }
         }
         if let Some(t) = cause_ns {
-            println!("rebalanced changes={} after_us={}", changes.len(), monotonic_ns().saturating_sub(t) / 1000);
+            crate::out!("rebalanced changes={} after_us={}", changes.len(), monotonic_ns().saturating_sub(t) / 1000);
         }
         self.dirty = true;
     }
@@ -279,6 +285,14 @@ impl Assigner {
             self.dormant.remove(pid);
         }
         let mut changes = self.manager.reconcile(|pid| !gone.contains(&pid));
+        // A cpu_online/cpu_offline event lost (ring buffer full) would leave
+        // the CPU list wrong for good: the kernel's own list decides.
+        if let Some(online) = online_cpus() {
+            let cpus: Vec<usize> = self.manager.cpus().collect();
+            for cpu in cpus {
+                changes.extend(self.manager.set_online(cpu, online.contains(&cpu)));
+            }
+        }
         // Runnable tasks other than the tagged ones and this agent.
         if let Some(running) = self.min_running.take() {
             let awake = self.requesters.len() - self.dormant.len();
@@ -286,7 +300,7 @@ impl Assigner {
             let (apply, next) = untagged_step(self.manager.untagged_load(), seen, self.untagged_next);
             self.untagged_next = next;
             if let Some(n) = apply {
-                println!("untagged load={n}: runnable untagged tasks");
+                crate::out!("untagged load={n}: runnable untagged tasks");
                 changes.extend(self.manager.set_untagged_load(n));
             }
         }

@@ -22,6 +22,9 @@ use std::time::Duration;
 pub const DEFAULT_PATH: &str = "/run/scx_chameleon/control.sock";
 pub const VERSION: u32 = 1;
 pub const MAX_MESSAGE: usize = 4096;
+/// The whole request must arrive within this (not each read: a client
+/// trickling a byte at a time must not hold the agent's loop for long).
+pub const REQUEST_DEADLINE: Duration = Duration::from_millis(500);
 const IO_TIMEOUT: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,12 +79,24 @@ pub fn parse_request(data: &[u8]) -> Result<Request> {
     serde_json::from_value(value).context("not a known request (ops: reload, ping)")
 }
 
-/// Read one line (up to MAX_MESSAGE + 1 bytes, to detect oversize).
-fn read_line(stream: &mut UnixStream) -> Result<Vec<u8>> {
+/// Read one line (up to MAX_MESSAGE + 1 bytes, to detect oversize), all of
+/// it before `deadline`.
+fn read_line(stream: &mut UnixStream, deadline: std::time::Instant) -> Result<Vec<u8>> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 512];
     loop {
-        let n = stream.read(&mut chunk).context("reading the request")?;
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            bail!("the request did not arrive within {} ms", REQUEST_DEADLINE.as_millis());
+        }
+        stream.set_read_timeout(Some(left)).context("setting the read deadline")?;
+        let n = match stream.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                bail!("the request did not arrive within {} ms", REQUEST_DEADLINE.as_millis())
+            }
+            Err(e) => return Err(e).context("reading the request"),
+        };
         if n == 0 {
             break;
         }
@@ -109,39 +124,92 @@ fn peer_is_root(stream: &UnixStream) -> bool {
     r == 0 && cred.uid == 0
 }
 
+/// Held for the agent's whole life (across scheduler restarts): a second
+/// agent started at the same time stops here, before it touches the socket
+/// or the status file of the first. An flock, so a killed agent leaves no
+/// lock behind.
+pub struct InstanceLock {
+    _file: std::fs::File,
+}
+
+impl InstanceLock {
+    /// Take the lock file next to the control socket, or say who holds it.
+    pub fn acquire(socket: &Path) -> Result<InstanceLock> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = socket.parent().unwrap_or(Path::new("/"));
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join("agent.lock");
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            bail!("another scx_chameleon agent is running (pid {}; lock {})", holder.trim(), path.display());
+        }
+        file.set_len(0)?;
+        write!(file, "{}", std::process::id())?;
+        Ok(InstanceLock { _file: file })
+    }
+}
+
 /// The agent's end.
 pub struct Server {
     listener: UnixListener,
     path: PathBuf,
+    /// (device, inode) of the socket we bound: only that one is removed.
+    ident: (u64, u64),
     subscribers: std::cell::RefCell<Vec<UnixStream>>,
+}
+
+fn ident(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl Server {
     pub fn bind(path: &Path) -> Result<Server> {
+        use std::os::unix::fs::FileTypeExt;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        if UnixStream::connect(path).is_ok() {
-            bail!("{}: another agent is listening", path.display());
+        match std::fs::symlink_metadata(path) {
+            // A socket left by an agent that died: nobody answers on it.
+            Ok(m) if m.file_type().is_socket() => {
+                if UnixStream::connect(path).is_ok() {
+                    bail!("{}: another agent is listening", path.display());
+                }
+                std::fs::remove_file(path).with_context(|| format!("removing the stale {}", path.display()))?;
+            }
+            Ok(_) => bail!("{}: exists and is not a socket; not removing it", path.display()),
+            Err(_) => {}
         }
-        let _ = std::fs::remove_file(path);
         let listener = UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
         listener.set_nonblocking(true)?;
-        Ok(Server { listener, path: path.to_path_buf(), subscribers: Default::default() })
+        let ident = ident(path).context("the socket vanished after bind")?;
+        Ok(Server { listener, path: path.to_path_buf(), ident, subscribers: Default::default() })
     }
 
     /// Serve every connection waiting now; `handle` acts on valid requests.
     pub fn serve(&self, mut handle: impl FnMut(&Request) -> Response) {
         while let Ok((mut stream, _)) = self.listener.accept() {
+            let deadline = std::time::Instant::now() + REQUEST_DEADLINE;
             let _ = stream.set_nonblocking(false);
-            let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
             let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
             let mut subscribe = false;
             let resp = if !peer_is_root(&stream) {
                 Response::err("the control socket is for root only")
             } else {
-                match read_line(&mut stream).and_then(|d| parse_request(&d)) {
+                match read_line(&mut stream, deadline).and_then(|d| parse_request(&d)) {
                     Ok(Request { op: Op::Subscribe, .. }) => {
                         subscribe = true;
                         Response::ok("subscribed")
@@ -174,8 +242,11 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// Remove the socket only if it is still ours (not one a later agent bound).
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        if ident(&self.path) == Some(self.ident) {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -199,11 +270,10 @@ pub fn subscribe(path: &Path) -> Result<std::io::BufReader<UnixStream>> {
 /// The CLI's end: send one request, return the answer. Err if no agent listens.
 pub fn send(path: &Path, op: Op) -> Result<Response> {
     let mut stream = UnixStream::connect(path).with_context(|| format!("{}: no agent", path.display()))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut line = serde_json::to_vec(&Request { v: VERSION, op })?;
     line.push(b'\n');
     stream.write_all(&line)?;
-    let data = read_line(&mut stream)?;
+    let data = read_line(&mut stream, std::time::Instant::now() + Duration::from_secs(5))?;
     serde_json::from_slice(&data).context("the agent's answer is not valid")
 }
 
@@ -255,7 +325,10 @@ mod tests {
             seen.push(req.clone());
             Response::ok("pong")
         });
-        let answer = |s: &mut UnixStream| -> Response { serde_json::from_slice(&read_line(s).unwrap()).unwrap() };
+        let answer = |s: &mut UnixStream| -> Response {
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            serde_json::from_slice(&read_line(s, deadline).unwrap()).unwrap()
+        };
         let a = answer(&mut bad);
         if unsafe { libc::geteuid() } == 0 {
             assert!(!a.ok && a.error.unwrap().contains("not JSON"));
@@ -267,5 +340,83 @@ mod tests {
         drop(server);
         assert!(!path.exists(), "socket removed on drop");
         let _ = std::fs::remove_dir(&dir);
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("chameleon-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_trickling_client_is_cut_off_at_the_request_deadline() {
+        let dir = scratch("trickle");
+        let path = dir.join("control.sock");
+        let server = Server::bind(&path).unwrap();
+        let writer_path = path.clone();
+        // One byte every 100 ms, never a newline: without a whole-request
+        // deadline each read would succeed and the agent would wait 400 s.
+        let trickler = std::thread::spawn(move || {
+            let mut s = UnixStream::connect(&writer_path).unwrap();
+            for _ in 0..40 {
+                if s.write_all(b" ").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let mut answer = String::new();
+            let _ = s.read_to_string(&mut answer);
+            answer
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        let t0 = std::time::Instant::now();
+        server.serve(|_| Response::ok("unexpected"));
+        let took = t0.elapsed();
+        assert!(took < REQUEST_DEADLINE * 3, "serve() held for {took:?}");
+        let answer = trickler.join().unwrap();
+        if unsafe { libc::geteuid() } == 0 {
+            assert!(answer.contains("did not arrive within 500 ms"), "{answer}");
+        }
+        drop(server);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn only_our_own_socket_is_ever_removed() {
+        let dir = scratch("sockown");
+        // Not a socket at the path: refused, left alone.
+        let path = dir.join("control.sock");
+        std::fs::write(&path, "precious").unwrap();
+        let e = format!("{:#}", Server::bind(&path).err().unwrap());
+        assert!(e.contains("not a socket"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "precious");
+        std::fs::remove_file(&path).unwrap();
+        // A live agent's socket: refused.
+        let first = Server::bind(&path).unwrap();
+        let e = format!("{:#}", Server::bind(&path).err().unwrap());
+        assert!(e.contains("another agent is listening"), "{e}");
+        // Our socket replaced by another's: dropping us leaves theirs.
+        std::fs::remove_file(&path).unwrap();
+        let second = Server::bind(&path).unwrap();
+        drop(first);
+        assert!(path.exists(), "dropping the first server removed the second's socket");
+        drop(second);
+        assert!(!path.exists(), "the second server's socket stayed after drop");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn one_agent_at_a_time() {
+        let dir = scratch("lock");
+        let sock = dir.join("control.sock");
+        let held = InstanceLock::acquire(&sock).unwrap();
+        // flock locks belong to the open file: a second open in this process
+        // conflicts like another agent would.
+        let e = format!("{:#}", InstanceLock::acquire(&sock).err().unwrap());
+        assert!(e.contains(&format!("another scx_chameleon agent is running (pid {};", std::process::id())), "{e}");
+        drop(held);
+        InstanceLock::acquire(&sock).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -68,6 +68,22 @@ impl Kind {
     }
 }
 
+/// A task's name as one `key=value` token: tasks name themselves
+/// (prctl(PR_SET_NAME)), so a space, '=', a newline or an escape sequence in
+/// it must not forge fields or lines in our text output. Bytes outside
+/// printable ASCII, space, '=' and '\\' become \xNN.
+pub fn escape_comm(comm: &str) -> String {
+    let mut out = String::with_capacity(comm.len());
+    for b in comm.bytes() {
+        if b.is_ascii_graphic() && b != b'=' && b != b'\\' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
 /// Why an object split, from `enum chameleon_split_reason`.
 pub fn split_reason(raw: u32) -> &'static str {
     match raw {
@@ -183,7 +199,7 @@ impl fmt::Display for Event {
             }
             Kind::CpuOnline | Kind::CpuOffline => Ok(()),
             _ => {
-                write!(f, " pid={} comm={} cgroup={}", self.pid, self.comm, self.cgroup_id)?;
+                write!(f, " pid={} comm={} cgroup={}", self.pid, escape_comm(&self.comm), self.cgroup_id)?;
                 match self.kind {
                     Kind::Demand => write!(f, " level={}", self.level),
                     Kind::TaskExit => write!(f, " tagged run_ns={} fused_ns={}", self.run_ns, self.fused_ns),
@@ -218,6 +234,8 @@ mod tests {
         assert_eq!(ev.kind, Kind::CpuOffline);
         assert_eq!((ev.cpu, ev.pid, ev.cgroup_id), (3, 42, 7));
         assert_eq!(ev.comm, "stress-ng");
+        assert_eq!(escape_comm("stress-ng"), "stress-ng");
+        assert_eq!(escape_comm("a b=c\nd\\\x1b[2J"), "a\\x20b\\x3dc\\x0ad\\x5c\\x1b[2J");
     }
 
     #[test]

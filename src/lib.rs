@@ -2,6 +2,17 @@
 //! it reports (ring-buffer events, per-CPU counters) into something people read.
 //! The binary in `scx_chameleon/` is a thin CLI over this library.
 
+/// A line on stdout that cannot kill the agent: with stdout closed (a pipe
+/// whose reader went away, a closed terminal) println! panics on EPIPE; the
+/// agent's scheduling must not depend on anyone reading its output.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 pub mod assign;
 pub mod bpf_intf;
 #[allow(clippy::all)]

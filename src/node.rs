@@ -41,7 +41,19 @@ pub fn parse_nodes(spec: &str, nr_cpus: usize) -> Result<Vec<Node>> {
         if part.is_empty() {
             bail!("--node-cpus {spec:?}: node {i} is empty");
         }
+        // Bound every number before expanding ranges: "0-4294967295" must be
+        // an error, not four billion entries.
+        for n in part.split([',', '-']).map(str::trim) {
+            match n.parse::<usize>() {
+                Ok(c) if c >= nr_cpus => bail!("--node-cpus: CPU {c} does not exist ({nr_cpus} possible CPUs)"),
+                Ok(_) => {}
+                Err(_) => bail!("--node-cpus: node {i} {part:?}: {n:?} is not a CPU number"),
+            }
+        }
         let cpus = scx_utils::read_cpulist(part).with_context(|| format!("--node-cpus: node {i} {part:?}"))?;
+        if cpus.is_empty() {
+            bail!("--node-cpus: node {i} {part:?} has no CPU (a range must go upwards)");
+        }
         for &c in &cpus {
             if c >= nr_cpus {
                 bail!("--node-cpus: CPU {c} does not exist ({nr_cpus} possible CPUs)");
@@ -72,5 +84,9 @@ mod tests {
         assert!(parse_nodes("0-9", 8).is_err(), "beyond the CPUs");
         assert!(parse_nodes("0-3;", 8).is_err(), "empty node");
         assert!(parse_nodes("a-b", 8).is_err(), "garbage");
+        let e = parse_nodes("0-4294967295", 8).unwrap_err().to_string();
+        assert!(e.contains("CPU 4294967295 does not exist"), "{e}");
+        assert!(parse_nodes("0-99999999999999999999999", 8).is_err(), "overflow");
+        assert!(parse_nodes("5-2", 8).is_err(), "downwards");
     }
 }

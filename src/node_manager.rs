@@ -161,6 +161,16 @@ impl NodeManager {
         self.rebalance()
     }
 
+    /// The CPUs it believes online (from events, reconciled with the kernel's list).
+    pub fn online(&self) -> impl Iterator<Item = usize> + '_ {
+        self.online.iter().copied()
+    }
+
+    /// Every CPU of every node.
+    pub fn cpus(&self) -> impl Iterator<Item = usize> + '_ {
+        self.nodes.iter().flat_map(|n| n.slots.iter().copied())
+    }
+
     /// Does any node hold this CPU?
     pub fn has_cpu(&self, cpu: usize) -> bool {
         self.nodes.iter().any(|n| n.slots.contains(&cpu))

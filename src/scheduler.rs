@@ -159,7 +159,17 @@ fn apply_tags(
     let entries = crate::tag_store::scan(crate::tag_store::root(), extra)?;
     let mut now = HashMap::new();
     for e in &entries {
-        let Some(props) = e.effective else { continue };
+        let Some(props) = e.effective else {
+            // A damaged stored tag: an explicit "no tag" (level 0) entry, so
+            // that cgroup_init (run for every cgroup at attach, and for new
+            // children) does not copy the parent's tag over it.
+            if e.error.is_some() {
+                let none = crate::bpf_intf::chameleon_tag { level: 0, weight: 0, tax: 0, smt: 0 };
+                map.update(&e.id.to_ne_bytes(), as_bytes(&none), MapFlags::ANY)
+                    .with_context(|| format!("blocking the damaged tag of cgroup {}", e.path.display()))?;
+            }
+            continue;
+        };
         map.update(&e.id.to_ne_bytes(), as_bytes(&props.to_bpf()), MapFlags::ANY)
             .with_context(|| format!("tagging cgroup {}", e.path.display()))?;
         if e.own.is_some() {
@@ -213,7 +223,7 @@ fn report_verifier(skel: &BpfSkel) {
         let name = prog.name().to_string_lossy();
         each.push(format!("{}={}", name.trim_start_matches("chameleon_"), info.verified_insns));
     }
-    println!("verifier: total_insns={total} ({})", each.join(", "));
+    crate::out!("verifier: total_insns={total} ({})", each.join(", "));
 }
 
 fn online_cpus() -> Result<Vec<usize>> {
@@ -346,7 +356,7 @@ impl<'a> Scheduler<'a> {
             for ev in &evs {
                 *nr_events += 1;
                 if print_events {
-                    println!("event {ev}");
+                    crate::out!("event {ev}");
                 }
                 if stream {
                     if let Ok(mut line) = serde_json::to_vec(ev) {
@@ -384,7 +394,7 @@ impl<'a> Scheduler<'a> {
             if let Some(every) = stats_interval {
                 if last_print.elapsed() >= every {
                     let now = totals(&self.skel, self.nr_cpus);
-                    println!("stats {}", now.since(&last));
+                    crate::out!("stats {}", now.since(&last));
                     last = now;
                     last_print = Instant::now();
                 }
@@ -394,7 +404,7 @@ impl<'a> Scheduler<'a> {
         drain(assign, &mut nr_events);
         assign.remove_status();
         let bss = self.skel.maps.bss_data.as_ref().expect(".bss is mapped");
-        println!(
+        crate::out!(
             "summary events={} dropped={} cpu_online={} cpu_offline={} {}",
             nr_events,
             bss.nr_events_dropped,

@@ -43,10 +43,16 @@ pub struct Live {
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
 pub struct Snapshot {
     pub agent_pid: u32,
+    /// When it was written, seconds since the epoch (0: unknown).
+    #[serde(default)]
+    pub written_at: u64,
     pub objects: Vec<ObjectStatus>,
     /// Tagged tasks and what they asked for: (pid, level, weight).
     pub requesters: Vec<(i32, u32, u32)>,
     pub nodes: Vec<Vec<usize>>,
+    /// The CPUs the node manager places objects on (believed online).
+    #[serde(default)]
+    pub manager_online: Vec<usize>,
     pub defrag_moves: u64,
     #[serde(default)]
     pub cpus: Vec<CpuStatus>,
@@ -69,6 +75,9 @@ impl Status {
         let owner = |pid: i32| live.owners.iter().find(|(p, _)| *p == pid).map_or(0, |(_, c)| *c);
         Snapshot {
             agent_pid: std::process::id(),
+            written_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
             objects: m
                 .objects()
                 .iter()
@@ -76,6 +85,7 @@ impl Status {
                 .collect(),
             requesters: m.requesters().map(|(pid, r)| (pid, r.level, r.weight)).collect(),
             nodes: m.nodes().iter().map(|n| n.slots.clone()).collect(),
+            manager_online: m.online().collect(),
             defrag_moves: m.nr_defrag_moves,
             cpus: live.cpus.clone(),
             tags: live.tags.clone(),
@@ -90,12 +100,27 @@ impl Status {
         }
     }
 
+    /// The temporary file is created fresh (O_EXCL) and never through a
+    /// symlink (O_NOFOLLOW): a link planted at its name, or at the status
+    /// path (rename replaces the link, not its target), cannot make root
+    /// write elsewhere.
     fn try_write(&self, m: &NodeManager, live: &Live) -> Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
         }
         let tmp = self.path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(&Self::snapshot(m, live))?)?;
+        let _ = std::fs::remove_file(&tmp);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+            .with_context(|| format!("creating {}", tmp.display()))?;
+        f.write_all(&serde_json::to_vec_pretty(&Self::snapshot(m, live))?)?;
+        drop(f);
         std::fs::rename(&tmp, &self.path)?;
         Ok(())
     }
@@ -110,4 +135,18 @@ pub fn read(path: &Path) -> Result<Snapshot> {
     let data = std::fs::read(path)
         .with_context(|| format!("{}: is scx_chameleon running?", path.display()))?;
     serde_json::from_slice(&data).with_context(|| format!("{}: not a status file", path.display()))
+}
+
+/// Why a snapshot no longer describes a running agent, if it does not: the
+/// agent that wrote it is gone (killed with no chance to remove the file), or
+/// it has not been rewritten for far longer than its one-second period.
+pub fn stale(snap: &Snapshot, now_secs: u64) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", snap.agent_pid)).unwrap_or_default();
+    if comm.trim_end() != "scx_chameleon" {
+        return Some(format!("STALE: written by agent pid {}, which is no longer running", snap.agent_pid));
+    }
+    if snap.written_at != 0 && now_secs.saturating_sub(snap.written_at) > 10 {
+        return Some(format!("STALE: last written {} s ago", now_secs - snap.written_at));
+    }
+    None
 }

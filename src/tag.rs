@@ -202,7 +202,11 @@ pub fn parse_tag(s: &str) -> Result<Tag> {
         bail!("tag {s:?}: empty cgroup path");
     }
     let props = parse_props(props).with_context(|| format!("tag {s:?}"))?;
-    Ok(Tag { path: cgroup_path(cg), props })
+    let path = cgroup_path(cg);
+    if path.components().eq(Path::new(CGROUP_ROOT).components()) {
+        bail!("tag {s:?}: the root cgroup cannot be tagged (every task would inherit it); tag a child cgroup");
+    }
+    Ok(Tag { path, props })
 }
 
 const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
@@ -286,6 +290,10 @@ mod tests {
 
     #[test]
     fn tag_paths() {
+        for root in ["/sys/fs/cgroup=level:1", "/sys/fs/cgroup/=tax:1", ".=level:1"] {
+            let e = format!("{:#}", parse_tag(root).unwrap_err());
+            assert!(e.contains("root cgroup cannot be tagged"), "{root}: {e}");
+        }
         let t = parse_tag("seq=level:1").unwrap();
         assert_eq!(t.path, Path::new("/sys/fs/cgroup/seq"));
         let t = parse_tag("/sys/fs/cgroup/a/b=tax:100").unwrap();

@@ -465,9 +465,11 @@ mod tests {
             connected: true,
             status: Some(Snapshot {
                 agent_pid: 1,
+                written_at: 0,
                 objects: vec![ObjectStatus { pid: 141, cgroup: 28, cpus: vec![0, 1], gen: 1 }],
                 requesters: vec![(141, 1, 1)],
                 nodes: vec![vec![0, 1, 2, 3]],
+                manager_online: vec![0, 1, 2, 3],
                 defrag_moves: 0,
                 cpus: vec![cpu(0, "rep", 141), cpu(1, "borrowed", 0), cpu(2, "native", -1), cpu(3, "idle", -1)],
                 tags: vec![(28, "v1 level=1 weight=1 tax=1.00 smt=any".into())],

@@ -41,8 +41,8 @@ struct Cli {
     #[arg(long)]
     events: bool,
 
-    /// Print counter totals every this many seconds (0: only at exit).
-    #[arg(long, default_value_t = 0.0)]
+    /// Print counter totals every this many seconds (0: only at exit; at most 86400).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_interval)]
     stats: f64,
 
     /// A fused object runs at least this long before a task waiting on one of
@@ -62,7 +62,7 @@ struct Cli {
     tags: Vec<chameleon::tag::Tag>,
 
     /// Do not schedule: print the running scheduler's counters (scx_stats) every N seconds.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_interval)]
     monitor: Option<f64>,
 
     /// Log level (error, warn, info, debug, trace).
@@ -72,7 +72,7 @@ struct Cli {
 
 #[derive(Debug, clap::Subcommand)]
 enum Cmd {
-    /// Tag a cgroup (stored on the cgroup itself, as the xattr user.chameleon.tag):
+    /// Tag a cgroup (stored on the cgroup itself, as the xattr trusted.chameleon.tag):
     /// its tasks, and those of descendants without their own tag, want an
     /// execution object. Unset fields keep the cgroup's current value (or the default).
     Tag {
@@ -117,11 +117,22 @@ enum Cmd {
 
 fn status(path: &std::path::Path, json: bool) -> Result<()> {
     let snap = chameleon::status::read(path)?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let stale = chameleon::status::stale(&snap, now);
     if json {
         println!("{}", serde_json::to_string_pretty(&snap)?);
-        return Ok(());
+    } else {
+        print_status(&snap);
     }
+    match stale {
+        Some(why) => anyhow::bail!("{}: {why}", path.display()),
+        None => Ok(()),
+    }
+}
+
+fn print_status(snap: &chameleon::status::Snapshot) {
     println!("agent pid {}, nodes {:?}, defragmentation moves {}", snap.agent_pid, snap.nodes, snap.defrag_moves);
+    println!("node manager places objects on cpus {:?}", snap.manager_online);
     for (pid, level, weight) in &snap.requesters {
         let cpus = snap.objects.iter().find(|o| o.pid == *pid).map(|o| format!("{:?}", o.cpus));
         println!("pid {pid}: level {level} weight {weight} -> {}", cpus.as_deref().unwrap_or("native"));
@@ -144,7 +155,6 @@ fn status(path: &std::path::Path, json: bool) -> Result<()> {
     if let Some(t) = &snap.counters {
         println!("counters: {t}");
     }
-    Ok(())
 }
 
 fn require_root(what: &str) -> Result<()> {
@@ -173,7 +183,9 @@ fn tag_cmd(cgroup: &str, fields: [(&str, Option<String>); 4], socket: &std::path
     require_root("tagging")?;
     let path = tag::cgroup_path(cgroup);
     tag::cgroup_id(&path)?;
-    let mut props = tag_store::read(&path)?.unwrap_or_default();
+    tag_store::refuse_root(&path)?;
+    // A damaged stored tag is replaced, from the defaults, by this one.
+    let mut props = tag_store::read(&path).unwrap_or_default().unwrap_or_default();
     for (key, value) in fields {
         if let Some(v) = value {
             props.set(key, &v)?;
@@ -208,10 +220,13 @@ fn untag_cmd(cgroup: &str, socket: &std::path::Path) -> Result<()> {
 
 fn tags_cmd() -> Result<()> {
     use chameleon::tag_store;
+    // Tags live in trusted.* attributes: without CAP_SYS_ADMIN they read as absent.
+    require_root("listing tags")?;
     for e in tag_store::scan(tag_store::root(), &[])? {
-        match (e.own, e.effective) {
-            (Some(p), _) => println!("{} (cgroup {}): {}", e.path.display(), e.id, p.encode()),
-            (None, Some(p)) => println!("{} (cgroup {}): {} (inherited)", e.path.display(), e.id, p.encode()),
+        match (e.own, e.effective, &e.error) {
+            (_, _, Some(err)) => println!("{} (cgroup {}): DAMAGED, no tag in force: {err}", e.path.display(), e.id),
+            (Some(p), _, _) => println!("{} (cgroup {}): {}", e.path.display(), e.id, p.encode()),
+            (None, Some(p), _) => println!("{} (cgroup {}): {} (inherited)", e.path.display(), e.id, p.encode()),
             _ => {}
         }
     }
@@ -239,6 +254,15 @@ fn events_cmd(socket: &std::path::Path, json: bool) -> Result<()> {
     }
     eprintln!("scx_chameleon: the scheduler stopped");
     Ok(())
+}
+
+/// An interval in seconds: a finite number from 0 to a day (a Duration built
+/// from 1e300 or NaN would panic).
+fn parse_interval(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86400.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?}: expected seconds from 0 to 86400")),
+    }
 }
 
 fn parse_tag(s: &str) -> Result<chameleon::tag::Tag, String> {
@@ -306,6 +330,9 @@ fn run() -> Result<()> {
         control_path: cli.control_socket,
     };
     opts.validate()?;
+    // One agent at a time, held across restarts; taken before anything is
+    // bound or written, so a second agent cannot disturb the first.
+    let _lock = chameleon::control::InstanceLock::acquire(&opts.control_path)?;
 
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();

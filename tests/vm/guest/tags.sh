@@ -1,7 +1,10 @@
 #!/bin/sh
 # Tags stored on cgroups: `scx_chameleon tag/untag/tags`, validation with a
 # message naming the field, inheritance by child cgroups and override, tags in
-# force across agent restarts.
+# force across agent restarts. Only root's tags count: they live in a
+# trusted.* attribute; a delegated cgroup owner's user.* attribute is ignored;
+# the root cgroup cannot be tagged; a damaged stored tag is reported and gives
+# the cgroup no tag in force (never silently the parent's).
 . /opt/chameleon/guest/lib.sh
 
 make_cgroup seq
@@ -10,7 +13,7 @@ make_cgroup seq/child
 
 # stored CGROUP_DIR: the tag stored on a cgroup, as other tools see it.
 stored() {
-	getfattr -n user.chameleon.tag "$1" 2>/dev/null | sed -n 's/^user.chameleon.tag="\(.*\)"$/\1/p'
+	xattr get "$1" trusted.chameleon.tag 2>/dev/null
 }
 
 # bad CMD... EXPECTED: must fail, print EXPECTED, and leave the tag alone.
@@ -45,12 +48,42 @@ bad 'cgroup /sys/fs/cgroup/nope: no such cgroup' scx_chameleon tag nope --level 
 bad 'not on a cgroup v2 mount' scx_chameleon tag /tmp --level 1
 bad 'needs root' runas 65534 scx_chameleon tag seq --level 2
 bad 'level 3: needs 8 CPUs in one node, the largest node here has 4' scx_chameleon --tag seq=level:3
+bad 'the root cgroup cannot be tagged' scx_chameleon tag /sys/fs/cgroup --level 1
+bad 'the root cgroup cannot be tagged' scx_chameleon --tag /sys/fs/cgroup=level:1
+bad 'listing tags needs root' runas 65534 scx_chameleon tags
 
-# The agent applies stored tags at start; the child inherits the tax.
+# A delegated cgroup: its owner (uid 1000) may write user.* attributes on it,
+# not trusted.* ones; what it writes grants nothing.
+make_cgroup deleg
+chown 1000:1000 /sys/fs/cgroup/deleg || fail "cannot delegate"
+runas 1000 xattr set /sys/fs/cgroup/deleg user.chameleon.tag "v1 level=2 weight=10000 tax=0.01 smt=any" ||
+	fail "the owner cannot write user.* on its cgroup (test premise)"
+runas 1000 xattr set /sys/fs/cgroup/deleg trusted.chameleon.tag "v1 level=2 weight=10000 tax=0.01 smt=any" 2>/dev/null &&
+	fail "a non-root owner wrote trusted.chameleon.tag"
+scx_chameleon tags | grep -q "^/sys/fs/cgroup/deleg " && fail "the owner's own tag is listed: $(scx_chameleon tags)"
+ok "a delegated owner's user.chameleon.tag is ignored and it cannot write trusted.*"
+
+# A damaged stored tag under a tagged parent: reported, not inherited over.
+make_cgroup seq/bad
+xattr set /sys/fs/cgroup/seq/bad trusted.chameleon.tag "v1 level=7 weight=x" || fail "cannot write a damaged tag"
+line=$(scx_chameleon tags | grep "^/sys/fs/cgroup/seq/bad ")
+echo "$line" | grep -q "DAMAGED, no tag in force: the tag stored on /sys/fs/cgroup/seq/bad" ||
+	fail "damaged tag not reported: '$line'"
+ok "damaged tag reported: $line"
+
+# The agent applies stored tags at start; the child inherits the tax; the
+# damaged and the delegated cgroups get nothing.
 start_agent --events
 spin -g /sys/fs/cgroup/seq/child 3 >/dev/null
 wait_log "fuse cpu=[0-9]* pid=[0-9]* cgroup=$(stat -c %i /sys/fs/cgroup/seq/child) " 1000 "a task of the child cgroup did not fuse"
 ok "a task in seq/child fused under the inherited tag"
+grep -q "the tag stored on /sys/fs/cgroup/seq/bad" "$AGENT_LOG" || fail "the agent did not report the damaged tag"
+spin -g /sys/fs/cgroup/seq/bad 2 >/dev/null
+spin -g /sys/fs/cgroup/deleg 2 >/dev/null
+grep -qE "(demand|fuse) .*cgroup=$(stat -c %i /sys/fs/cgroup/seq/bad) " "$AGENT_LOG" && fail "the damaged cgroup inherited its parent's tag"
+grep -qE "(demand|fuse) .*cgroup=$(stat -c %i /sys/fs/cgroup/deleg) " "$AGENT_LOG" && fail "the delegated owner's tag was honoured"
+ok "no demand or fuse from seq/bad (damaged) or deleg (user.* only)"
+rmdir /sys/fs/cgroup/seq/bad /sys/fs/cgroup/deleg
 # A cgroup created while the agent runs inherits too (BPF cgroup_init).
 make_cgroup seq/late
 spin -g /sys/fs/cgroup/seq/late 2 >/dev/null

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * spin: a CPU-bound task for the VM tests.
- *   spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] SECONDS
+ *   spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] [-N NAME] SECONDS
  * Optionally pins itself to CPU and moves itself into CGROUP_DIR (so that it
  * is tagged), then burns CPU for SECONDS of wall time (with -b: in bursts of
  * RUN_MS separated by sleeps of SLEEP_MS, a bursty task; -n sets its nice
- * value, -f makes it SCHED_FIFO at RT_PRIO) and prints
+ * value, -f makes it SCHED_FIFO at RT_PRIO, -N renames it, before it joins
+ * the cgroup) and prints
  * "spin pid=P seconds=S loops=N" (N: work done, for speed comparisons).
  */
 #define _GNU_SOURCE
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -37,8 +39,9 @@ int main(int argc, char **argv)
 	double burst_end = 0;
 	char *tail;
 
-	while ((opt = getopt(argc, argv, "c:g:b:n:f:")) != -1) {
+	while ((opt = getopt(argc, argv, "c:g:b:n:f:N:")) != -1) {
 		switch (opt) {
+		case 'N': prctl(PR_SET_NAME, optarg, 0, 0, 0); break;
 		case 'c': cpu = atoi(optarg); break;
 		case 'g': cgroup = optarg; break;
 		case 'n': nice_val = atoi(optarg); set_nice = 1; break;
@@ -51,12 +54,12 @@ int main(int argc, char **argv)
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] SECONDS\n");
+			fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] [-N NAME] SECONDS\n");
 			return 2;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] SECONDS\n");
+		fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] [-N NAME] SECONDS\n");
 		return 2;
 	}
 	secs = strtod(argv[optind], &tail);

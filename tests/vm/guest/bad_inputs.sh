@@ -1,0 +1,80 @@
+#!/bin/sh
+# Bad input gets a clear error and loses nothing: CLI numbers out of range
+# refused with a message (never a panic); two agents started at once (one
+# runs, the other says why it stops and leaves the first's socket and status
+# alone); a status file whose agent was killed reads as stale; a socket path
+# that is not a socket is not removed; a closed stdout does not kill the agent;
+# a task name cannot forge fields in the event text.
+. /opt/chameleon/guest/lib.sh
+
+# refused MESSAGE ARGS...: scx_chameleon ARGS fails (not a panic) saying MESSAGE.
+refused() {
+	want=$1; shift
+	out=$(scx_chameleon "$@" 2>&1); rc=$?
+	[ "$rc" != 0 ] || fail "accepted: scx_chameleon $*"
+	[ "$rc" != 101 ] && ! echo "$out" | grep -q "panicked" || fail "scx_chameleon $* panicked: $out"
+	echo "$out" | grep -qF -e "$want" || fail "scx_chameleon $*: '$out' lacks '$want'"
+	[ "$(state)" = disabled ] || fail "scx_chameleon $* left sched_ext '$(state)'"
+	ok "refused: $* -> $(echo "$out" | grep -F -e "$want" | head -n 1)"
+}
+refused 'expected seconds from 0 to 86400' --stats 1e300
+refused 'expected seconds from 0 to 86400' --stats nan
+refused 'expected seconds from 0 to 86400' --stats=-1
+refused 'expected seconds from 0 to 86400' --monitor inf
+refused 'CPU 4294967295 does not exist' --node-cpus 0-4294967295
+refused 'is not a CPU number' --node-cpus 0-99999999999999999999
+refused '--slice-us must be between 100 and 1000000' --slice-us 18446744073709551615
+refused 'invalid value' --slice-us 18446744073709551616
+refused '--lend-wait-ms must be between 1 and 1000' --lend-wait-ms 0
+
+# A non-socket at the socket path is refused and left alone.
+mkdir -p /tmp/ctl && echo precious >/tmp/ctl/control.sock
+refused 'exists and is not a socket' --control-socket /tmp/ctl/control.sock
+[ "$(cat /tmp/ctl/control.sock)" = precious ] || fail "the file at the socket path was touched"
+
+# Two agents at once: one runs, the other stops with the reason.
+scx_chameleon >/tmp/a1.log 2>&1 &
+a1=$!
+scx_chameleon >/tmp/a2.log 2>&1 &
+a2=$!
+wait_state enabled 30000 >/dev/null || fail "neither agent enabled the scheduler"
+sleep 1
+if kill -0 $a1 2>/dev/null; then AGENT_PID=$a1 loser=$a2 lose_log=/tmp/a2.log; else AGENT_PID=$a2 loser=$a1 lose_log=/tmp/a1.log; fi
+kill -0 $loser 2>/dev/null && fail "both agents still run"
+grep -qE "another scx_chameleon agent is running|another scheduler|Busy|EBUSY" $lose_log || fail "the second agent did not say why: $(cat $lose_log)"
+ok "two agents at once: pid $AGENT_PID runs, the other stopped: $(grep -m1 -E 'another|Busy' $lose_log)"
+out=$(scx_chameleon status) || fail "status of the running agent: $out"
+echo "$out" | grep -q "^agent pid $AGENT_PID" || fail "status is not the running agent's: $out"
+make_cgroup two
+out=$(scx_chameleon tag two --level 1) || fail "tag: $out"
+echo "$out" | grep -q "applied by the running scheduler" || fail "the running agent's socket is gone: $out"
+ok "the running agent's status file and control socket are intact"
+
+# Killed: its status file says so.
+kill -9 $AGENT_PID; wait $AGENT_PID 2>/dev/null
+wait_state disabled 2000 >/dev/null || fail "still '$(state)' after kill -9"
+out=$(scx_chameleon status 2>&1) && fail "status of a killed agent succeeded: $out"
+echo "$out" | grep -q "STALE: written by agent pid $AGENT_PID, which is no longer running" || fail "not marked stale: $out"
+ok "after kill -9: $(echo "$out" | grep STALE)"
+
+# stdout closed under it (a reader that went away): the agent keeps running.
+AGENT_LOG=/tmp/agent.log
+sh -c 'exec scx_chameleon --events 2>/tmp/agent.err' | head -n 1 >/dev/null &
+wait_state enabled 30000 >/dev/null || fail "not enabled with stdout to a pipe"
+AGENT_PID=$(pidof scx_chameleon)
+for i in 1 2 3; do spin -g /sys/fs/cgroup/two 0.3 >/dev/null; done
+sleep 1
+kill -0 "$AGENT_PID" 2>/dev/null || fail "the agent died when its stdout closed: $(tail -n 5 /tmp/agent.err)"
+[ "$(state)" = enabled ] || fail "state '$(state)' after stdout closed"
+ok "stdout closed after one line, events kept coming: the agent (pid $AGENT_PID) still runs"
+kill -TERM "$AGENT_PID"
+wait_state disabled 5000 >/dev/null || fail "not disabled after SIGTERM"
+
+# A task that names itself to forge an event field.
+start_agent --events
+spin -g /sys/fs/cgroup/two -N 'x cgroup=1' 1 >/dev/null
+stop_agent
+grep -q 'comm=x\\x20cgroup\\x3d1 cgroup=' "$AGENT_LOG" || fail "comm not escaped: $(grep -m1 'comm=x' "$AGENT_LOG")"
+grep -q 'comm=x cgroup=1' "$AGENT_LOG" && fail "a task forged a cgroup field"
+ok "task names are escaped: $(grep -m1 -o 'comm=x[^ ]* cgroup=[0-9]*' "$AGENT_LOG")"
+pass
