@@ -8,9 +8,8 @@
 
 void BPF_STRUCT_OPS(chameleon_dump, struct scx_dump_ctx *dctx)
 {
-	scx_bpf_dump("chameleon: tags_gen=%llu nr_to_drain=%u rescued=%llu online/offline events=%llu/%llu dropped=%llu",
-		     tags_gen, nr_to_drain, nr_rescued, nr_cpu_online_events,
-		     nr_cpu_offline_events, nr_events_dropped);
+	scx_bpf_dump("chameleon: tags_gen=%llu nr_to_drain=%u rescued=%llu starved=%llu events dropped=%llu",
+		     tags_gen, nr_to_drain, nr_rescued, nr_starved, nr_events_dropped);
 }
 
 void BPF_STRUCT_OPS(chameleon_dump_cpu, struct scx_dump_ctx *dctx, s32 cpu,

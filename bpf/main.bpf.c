@@ -37,10 +37,12 @@
  * continuing to run there.
  *
  * Bounded waits: every runnable task runs within a bound by construction: on
- * an ordinary queue the vtime cap above; on a lent CPU the lending bound
- * (--lend-wait-ms); an object lives only while its owner runs on its
- * representative; a periodic guard timer enforces both even if no hook of
- * the object's CPUs runs. timeout_ms is set well above those bounds.
+ * an ordinary queue the vtime cap above, and whatever the vtimes say, 1 s
+ * (wait_bound.bpf.h); on a lent CPU the lending bound (--lend-wait-ms); an
+ * object lives only while its owner runs on its representative; a queue its
+ * CPU stops serving (a higher class, hotplug) is drained by the others
+ * (hotplug.bpf.h); a periodic guard timer enforces all of them even if no
+ * hook of those CPUs runs. timeout_ms is set well above those bounds.
  *
  * Userspace (the agent) reads per-CPU counters from .bss and events from a
  * ring buffer; nothing on the scheduling path waits for it. If the agent dies,
@@ -87,6 +89,8 @@ struct cpu_ctx {
 	u32	drain;		/* offline, its queue not yet emptied (hotplug.bpf.h) */
 	u32	dying;		/* offline, the kernel may still wait for it to empty */
 	u64	dispatched_at;	/* last ops.dispatch here, or its queue last seen empty */
+	s32	starved_pid;	/* queued here past the wait bound: runs next (wait_bound.bpf.h) */
+	u32	balance_idx;	/* next CPU balance_pull() compares its queue with */
 	/* Lending (exec_object.bpf.h). */
 	s32	borrowed_by;	/* representative + 1 of the object borrowing it, 0 if none */
 	u32	local_ns;	/* its own part of decision local_seq, ns */
@@ -290,6 +294,7 @@ static void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 }
 
 #include "hotplug.bpf.h"
+#include "wait_bound.bpf.h"
 #include "exec_object.bpf.h"
 
 /*
@@ -555,6 +560,43 @@ static bool steal(s32 cpu, struct cpu_ctx *cc)
 	return false;
 }
 
+/*
+ * Balance between busy CPUs: stealing happens only when a CPU's own queue is
+ * empty, and a CPU-bound task never wakes to be placed again, so queues made
+ * uneven by hotplug or affinity changes stayed uneven for good (the soak saw
+ * 32 tasks queued on CPU 3 and 6 on CPU 0). Each dispatch compares its queue
+ * with one other CPU's, in steal order, rotating; a queue longer by more than
+ * two gives this CPU its head. O(1) per dispatch.
+ */
+static bool balance_pull(s32 cpu, struct cpu_ctx *cc)
+{
+	struct chameleon_steal_order *o;
+	u32 key = cpu, nr, k;
+	s32 victim;
+	u64 mine;
+
+	o = bpf_map_lookup_elem(&steal_orders, &key);
+	if (!o)
+		return false;
+	nr = o->nr < CHAMELEON_MAX_CPUS ? o->nr : CHAMELEON_MAX_CPUS;
+	if (!nr)
+		return false;
+	k = cc->balance_idx;
+	if (k >= nr)
+		k = 0;
+	cc->balance_idx = k + 1;
+	victim = o->cpus[cpu_idx(k)];
+	if (!cpu_valid(victim) || victim == cpu || cpu_borrowed(victim))
+		return false;
+	mine = scx_bpf_dsq_nr_queued(cpu);
+	if (scx_bpf_dsq_nr_queued(victim) <= mine + 2)
+		return false;
+	if (!scx_bpf_dsq_move_to_local(victim, 0))
+		return false;
+	cpu_stats[CPU_IDX(cpu)].nr_stolen++;
+	return true;
+}
+
 /* Fill @cpu's local queue; whether it got a task. */
 static bool dispatch_cpu(s32 cpu)
 {
@@ -562,6 +604,10 @@ static bool dispatch_cpu(s32 cpu)
 	/* A lent CPU runs only the kthreads bound to it (processor-proxy work). */
 	if (cpu_borrowed(cpu))
 		return dispatch_borrowed(cpu);
+	if (dispatch_starved(cpu))
+		return true;
+	if (balance_pull(cpu, cpu_ctx(cpu)))
+		return true;
 	if (scx_bpf_dsq_move_to_local(cpu, 0)) {
 		cpu_stats[CPU_IDX(cpu)].nr_dispatched++;
 		return true;

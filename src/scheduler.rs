@@ -405,11 +405,13 @@ impl<'a> Scheduler<'a> {
         assign.remove_status();
         let bss = self.skel.maps.bss_data.as_ref().expect(".bss is mapped");
         crate::out!(
-            "summary events={} dropped={} cpu_online={} cpu_offline={} {}",
+            "summary events={} dropped={} cpu_online={} cpu_offline={} rescued={} starved={} {}",
             nr_events,
             bss.nr_events_dropped,
             bss.nr_cpu_online_events,
             bss.nr_cpu_offline_events,
+            bss.nr_rescued,
+            bss.nr_starved,
             totals(&self.skel, self.nr_cpus).since(&start)
         );
 

@@ -54,7 +54,7 @@ start_agent() {
 		if [ ! -e /proc/$AGENT_PID ] || grep -q '^State:.*[ZX]' /proc/$AGENT_PID/status 2>/dev/null; then
 			fail "the agent exited before the scheduler was enabled"
 		fi
-		[ $(( $(now_ms) - t0 )) -lt 30000 ] || fail "scheduler not enabled within 30 s"
+		[ $(( $(now_ms) - t0 )) -lt ${AGENT_START_MS:-30000} ] || fail "scheduler not enabled within ${AGENT_START_MS:-30000} ms"
 		usleep 10000
 	done
 	ops_is_chameleon || fail "root/ops is '$(ops)', not chameleon"

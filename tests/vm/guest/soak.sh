@@ -12,12 +12,15 @@
 # Asserted from outside the scheduler: the scheduler is ours and enabled
 # whenever an agent runs, every long-lived task keeps getting CPU time
 # (schedstat: never 5 s without progress), stress-ng finishes with a
-# successful run (verification on), every CPU online and none lent at the
+# successful run (no --verify: stress-ng's affinity check fails with
+# --affinity-pin under EEVDF as well), every CPU online and none lent at the
 # end, tags and objects back after each restart. tests/vm/run fails the run
 # on a sched_ext error, hung task, soft lockup, RCU stall, WARN or oops.
 . /opt/chameleon/guest/lib.sh
 
 soak_s=${SOAK_S:-60}
+# Loading and verifying the policy under this load, in TCG, takes tens of seconds.
+AGENT_START_MS=120000
 ncpu=$(nproc)
 ko=/opt/chameleon/chameleon_proxy.ko
 n_agent=0
@@ -25,10 +28,15 @@ log_dir=/tmp/soak
 mkdir -p $log_dir
 
 soak_fail() {
-	echo "--- agent log (last 40 lines of $AGENT_LOG) ---"
-	tail -n 40 "$AGENT_LOG"
-	echo "--- kernel log (tail) ---"
-	dmesg | tail -n 40
+	if grep -q "DEBUG DUMP" "$AGENT_LOG"; then
+		echo "--- the scheduler's exit dump ($AGENT_LOG) ---"
+		sed -n '/DEBUG DUMP/,$p' "$AGENT_LOG" | grep -v -E '^ +[a-z_0-9.]+\+0x[0-9a-f]+/0x[0-9a-f]+$'
+	else
+		echo "--- agent log (last 40 lines of $AGENT_LOG) ---"
+		tail -n 40 "$AGENT_LOG"
+	fi
+	echo "--- kernel log (last 20 lines) ---"
+	dmesg | tail -n 20
 	fail "$@"
 }
 
@@ -60,7 +68,7 @@ scx_chameleon tag t3 --level 1 --tax 100 >/dev/null || fail "tag t3"
 agent_up
 
 long=$(( soak_s + 60 ))
-stress-ng --aggressive -M --verify -c "$ncpu" -f "$ncpu" --affinity 1 --affinity-delay 1 --affinity-pin \
+stress-ng --aggressive -M -c "$ncpu" -f "$ncpu" --affinity 1 --affinity-delay 1 --affinity-pin \
 	--exec 1 --pipe 1 --yield 1 --switch 1 --timeout "$soak_s" >$log_dir/stress.log 2>&1 &
 stress=$!
 spin -g /sys/fs/cgroup/t1 $long >/dev/null & p1=$!
@@ -72,6 +80,10 @@ spin -n -19 $long >/dev/null & pn_19=$!
 spin -c 2 $long >/dev/null & pc2=$!
 watched="$p1 $p2 $p3 $pb $pn19 $pn_19 $pc2"
 ok "load: stress-ng ($ncpu cpu, $ncpu fork, affinity, exec, pipe, yield, switch workers), 4 tagged tasks in 3 cgroups, 3 pinned/nice spinners"
+
+# The fault injector (this shell and what it starts from now on) at nice -20:
+# at nice 0 under this load a step took 15 s and the soak injected 4 faults.
+renice -n -20 $$ >/dev/null || fail "cannot renice the injector"
 
 # progress: every watched task's CPU time must grow at least every 5 s.
 for p in $watched; do
@@ -149,7 +161,7 @@ done
 for f in /sys/devices/system/cpu/cpu[1-9]*/online; do
 	[ "$(cat "$f")" = 1 ] || echo 1 >"$f" || soak_fail "cannot bring back ${f%/online}"
 done
-wait $stress || { tail -n 20 $log_dir/stress.log; soak_fail "stress-ng failed"; }
+wait $stress || { grep -v metrc $log_dir/stress.log | tail -n 30; soak_fail "stress-ng failed"; }
 grep -q "successful run completed" $log_dir/stress.log || soak_fail "stress-ng did not complete"
 still_running $watched
 check_progress
@@ -161,5 +173,5 @@ lent=$(scx_chameleon status | grep -o "[0-9]*:lent to [0-9]*")
 	soak_fail "CPUs online at the end: $(cat /sys/devices/system/cpu/online)"
 stop_agent
 ok "soak ${soak_s} s, $steps fault steps: $hotplug hotplug ops, $rt RT bursts, $churn cgroups churned, $restarts agent restarts ($kills by kill -9), $modules module insert/remove cycles"
-ok "nothing lost: stress-ng verified and completed, $(echo $watched | wc -w) long-lived tasks never 5 s without CPU, every CPU online and none lent"
+ok "nothing lost: stress-ng completed successfully, $(echo $watched | wc -w) long-lived tasks never 5 s without CPU, every CPU online and none lent"
 pass
