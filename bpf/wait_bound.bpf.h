@@ -46,6 +46,8 @@ static void find_starved(void)
 		/* A lent CPU's waiters are the lending bound's. */
 		if (cc->starved_pid || cc->borrowed_by || !scx_bpf_dsq_nr_queued(c))
 			continue;
+		/* Outside ops, older kernels want the DSQ walked under RCU. */
+		bpf_rcu_read_lock();
 		bpf_for_each(scx_dsq, p, c, SCX_DSQ_ITER_REV) {
 			u64 waited = jiffies_to_ns(now_j - BPF_CORE_READ(p, scx.runnable_at));
 
@@ -55,6 +57,7 @@ static void find_starved(void)
 			}
 			break;
 		}
+		bpf_rcu_read_unlock();
 	}
 }
 
