@@ -4,7 +4,7 @@
 # CPU, fork, affinity-changing workers) plus exec, pipe, yield and context
 # switch stressors; tagged tasks fusing all the time at levels 1 and 2 with
 # taxes 0.01, 1 and 100, one of them bursty; pinned and nice +-19 spinners.
-# Faults injected at random every 100-500 ms: CPU hotplug (any CPU but 0,
+# Faults injected in turn, every 100-500 ms: CPU hotplug (any CPU but 0,
 # representatives and lent CPUs included), an RT hog for 0.5 s on CPU 0 (a
 # representative) or CPU 1 (lent to it), cgroup churn (create, tag, move a
 # task in, retag, untag, delete), the agent stopped by SIGTERM or kill -9 and
@@ -106,16 +106,18 @@ hotplug=0 rt=0 churn=0 restarts=0 kills=0 modules=0 steps=0 cg=0
 end=$(( $(now_ms) + soak_s * 1000 ))
 while [ "$(now_ms)" -lt "$end" ]; do
 	steps=$(( steps + 1 ))
-	case $(( $(rnd) % 20 )) in
-	0|1|2|3|4|5|6)	# hotplug
+	# Every kind of fault in turn (under TCG a step takes seconds, and a
+	# short soak must see each), hotplug twice a round; targets at random.
+	case $(( steps % 7 )) in
+	0|1)		# hotplug
 		cpu=$(( $(rnd) % (ncpu - 1) + 1 ))
 		f=/sys/devices/system/cpu/cpu$cpu/online
 		if [ "$(cat $f)" = 1 ]; then echo 0 >$f 2>/dev/null; else echo 1 >$f || soak_fail "cannot online cpu$cpu"; fi
 		hotplug=$(( hotplug + 1 )) ;;
-	7|8|9)		# RT hog on the representative (0) or its lent CPU (1)
+	2)		# RT hog on the representative (0) or its lent CPU (1)
 		spin -f 50 -c $(( $(rnd) % 2 )) 0.5 >/dev/null 2>&1
 		rt=$(( rt + 1 )) ;;
-	10|11|12|13|14)	# cgroup churn
+	3)		# cgroup churn
 		cg=$(( cg + 1 )); d=/sys/fs/cgroup/churn$cg
 		mkdir $d || soak_fail "mkdir $d"
 		scx_chameleon tag churn$cg --level 1 --tax 1 >/dev/null || soak_fail "tag churn$cg"
@@ -126,8 +128,8 @@ while [ "$(now_ms)" -lt "$end" ]; do
 		wait $c || soak_fail "churn task in churn$cg failed"
 		rmdir $d || soak_fail "rmdir $d"
 		churn=$(( churn + 1 )) ;;
-	15|16)		# the agent goes away under load and comes back
-		if [ $(( $(rnd) % 2 )) = 0 ]; then
+	4|5)		# the agent goes away under load and comes back
+		if [ $(( steps % 7 )) = 4 ]; then
 			stop_agent
 		else
 			kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null
