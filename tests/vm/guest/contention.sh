@@ -25,7 +25,7 @@ for tax in 0.01 1 100; do
 	a=$!
 	# The agent counts the untagged load once a second (3 in a row before it
 	# takes CPUs from objects): past that, the object must still be there.
-	wait_log "untagged load=4" 10000 "tax $tax: the agent never saw the 4 spinners as untagged load"
+	wait_log "untagged load=[4-9]" 10000 "tax $tax: the agent never saw the 4 spinners as untagged load"
 	sleep 1
 	grep -q "^assign pid=$a cpus=\[0, 1\]" "$AGENT_LOG" || fail "tax $tax: no object for the sequential task"
 	tail -n 5 "$AGENT_LOG" | grep -q "^unassign pid=$a" && fail "tax $tax: object withdrawn under full load"
@@ -36,7 +36,12 @@ for tax in 0.01 1 100; do
 	idle=$(idle_pct "$i0" "$i1")
 	ams=$(( (a1 - a0) / 1000000 )) bms=$(( (b1 - b0) / 1000000 ))
 	ok "tax $tax: CPU 1 idle $idle% of 6 s (/proc/stat); sequential task ran $ams ms, CPU 1's spinner $bms ms (schedstat)"
-	[ "$bms" -gt 200 ] || fail "tax $tax: the spinner on CPU 1 got only $bms ms in 6 s"
+	# Not starved, as a ratio of the two tasks' times in the same window
+	# (TCG stretches time): the lending bound gives CPU 1's spinner a slice
+	# per bound waited, 1.5-6 % of the sequential task's time at tax 0.01
+	# in 4 runs; 0 before the bound existed.
+	[ "$bms" -gt 0 ] && [ $(( bms * 100 )) -ge "$ams" ] ||
+		fail "tax $tax: the spinner on CPU 1 got $bms ms, under 1% of the sequential task's $ams ms"
 	res="$res $idle"
 	end_tasks $a $p0 $p1 $p2 $p3
 	[ "$(state)" = enabled ] || fail "scheduler ejected at tax $tax"
