@@ -145,6 +145,14 @@ struct chameleon_cpu_stats {
 	u64	nr_split;	/* splits decided on this CPU */
 	u64	nr_proxy_served; /* per-CPU kthreads run while this CPU was borrowed */
 	u64	nr_bound_splits; /* objects split because a waiter hit the lending bound */
+	/*
+	 * Untagged tasks made runnable minus those that stopped being, counted
+	 * on the CPU whose runqueue held them then (under its lock). One CPU's
+	 * value means nothing, as a task may sleep elsewhere than it woke; the
+	 * sum over CPUs (wrapping) is the number of runnable untagged tasks,
+	 * exact, because migrations do not count (see count_untagged()).
+	 */
+	u64	nr_untagged;
 } __attribute__((aligned(CHAMELEON_CACHELINE)));	/* no false sharing between CPUs */
 
 /*

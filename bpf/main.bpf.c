@@ -60,6 +60,7 @@ char _license[] SEC("license") = "GPL";
 /* Set by the agent before load. */
 const volatile u64 slice_ns = 5ULL * 1000 * 1000;
 const volatile u32 nr_cpus = 1;	/* possible CPUs, <= CHAMELEON_MAX_CPUS */
+const volatile s32 agent_tgid;	/* the agent's own threads are not load */
 
 /*
  * The longest a task waits behind one heavier task on an ordinary queue.
@@ -117,7 +118,8 @@ struct task_ctx {
 	s32	vcpu;		/* CPU whose clock p->scx.dsq_vtime refers to */
 	u8	tagged;		/* its cgroup has a tag: it may get an object */
 	u8	sleep_told;	/* the agent was told it sleeps: tell it the wake */
-	u8	pad[2];
+	u8	counted;	/* in cpu_stats[].nr_untagged (count_untagged) */
+	u8	pad;
 	u32	assign_gen;	/* generation of the object vruntimes[] refer to */
 	s32	fused_rep;	/* representative + 1 it last fused on, 0 if none */
 	u64	cgid;		/* leaf cgroup whose tag it follows */
@@ -408,6 +410,29 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 }
 
 /*
+ * Keep @p in the count of runnable untagged tasks iff it is runnable (@add),
+ * untagged and not the agent. The node manager keeps that many CPUs native
+ * (untagged load). Called under the runqueue lock of @p's CPU, whose counter
+ * it changes, so plain increments do. Only runnable/quiescent and a tag
+ * change move the count: the kernel calls neither hook for a migration, so a
+ * task moving between CPUs is never missed, as it is by /proc/stat's
+ * procs_running, which the kernel sums over the runqueues without a lock.
+ */
+static void count_untagged(struct task_struct *p, struct task_ctx *tctx, bool add)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	bool want = add && !tctx->tagged && p->tgid != agent_tgid;
+
+	if (want == !!tctx->counted || !cpu_valid(cpu))
+		return;
+	tctx->counted = want;
+	if (want)
+		cpu_stats[CPU_IDX(cpu)].nr_untagged++;
+	else
+		cpu_stats[CPU_IDX(cpu)].nr_untagged--;
+}
+
+/*
  * @p becomes runnable, whether select_cpu dispatched it directly or enqueue
  * will queue it: the place for wake bookkeeping.
  */
@@ -419,6 +444,7 @@ void BPF_STRUCT_OPS(chameleon_runnable, struct task_struct *p, u64 enq_flags)
 	if (!tctx)
 		return;
 	tag_check(p, tctx);
+	count_untagged(p, tctx, true);
 	if (!tctx->tagged)
 		return;
 	if (assignment_of(p, &a))
@@ -442,7 +468,10 @@ void BPF_STRUCT_OPS(chameleon_quiescent, struct task_struct *p, u64 deq_flags)
 	struct task_ctx *tctx = task_ctx(p);
 	s32 pid = p->pid;
 
-	if (!tctx || !tctx->tagged || !(deq_flags & SCX_DEQ_SLEEP))
+	if (!tctx)
+		return;
+	count_untagged(p, tctx, false);
+	if (!tctx->tagged || !(deq_flags & SCX_DEQ_SLEEP))
 		return;
 	if (!bpf_map_lookup_elem(&assignments, &pid))
 		return;
@@ -465,6 +494,8 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	tag_check(p, tctx);
+	/* A retag reaches a task that never sleeps here. */
+	count_untagged(p, tctx, true);
 
 	rep = task_rep(p, tctx);
 	if (rep >= 0) {

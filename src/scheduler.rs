@@ -245,6 +245,7 @@ impl<'a> Scheduler<'a> {
         let rodata = skel.maps.rodata_data.as_mut().context("no .rodata in BPF object")?;
         rodata.slice_ns = opts.slice_us * 1000;
         rodata.nr_cpus = nr_cpus as u32;
+        rodata.agent_tgid = std::process::id() as i32;
         rodata.min_gran_ns = opts.min_gran_us * 1000;
         rodata.lend_wait_ns = opts.lend_wait_ms * 1_000_000;
         skel.maps.steal_orders.set_max_entries(nr_cpus as u32)?;
@@ -382,7 +383,10 @@ impl<'a> Scheduler<'a> {
             }
             drain(assign, &mut nr_events);
             serve(assign);
-            assign.tick(assignments);
+            let untagged = self.skel.maps.bss_data.as_ref().map_or(0, |b| {
+                crate::assign::untagged_runnable(b.cpu_stats[..self.nr_cpus].iter().map(|c| c.nr_untagged))
+            });
+            assign.tick(assignments, untagged);
             let force = last_status.elapsed() >= Duration::from_secs(1);
             if force {
                 last_status = Instant::now();

@@ -46,7 +46,12 @@ wait_state() {
 # the kernel reports our scheduler enabled.
 start_agent() {
 	[ "$(state)" = disabled ] || fail "sched_ext is '$(state)' before the agent starts"
-	scx_chameleon "$@" >"$AGENT_LOG" 2>&1 &
+	if [ -n "$START_AGENT_NICE" ]; then
+		# (busybox has renice, not nice; without -n it sets the value)
+		sh -c 'renice "$0" $$ >/dev/null && exec scx_chameleon "$@"' "$START_AGENT_NICE" "$@" >"$AGENT_LOG" 2>&1 &
+	else
+		scx_chameleon "$@" >"$AGENT_LOG" 2>&1 &
+	fi
 	AGENT_PID=$!
 	t0=$(now_ms)
 	until [ "$(state)" = enabled ]; do
@@ -58,7 +63,7 @@ start_agent() {
 		usleep 10000
 	done
 	ops_is_chameleon || fail "root/ops is '$(ops)', not chameleon"
-	ok "scx_chameleon attached (pid $AGENT_PID, ops $(ops))"
+	ok "scx_chameleon attached (pid $AGENT_PID, ops $(ops)) after $(( $(now_ms) - t0 )) ms"
 }
 
 agent_alive() { kill -0 "$AGENT_PID" 2>/dev/null; }
