@@ -61,6 +61,7 @@
 #include <linux/cpumask.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -143,23 +144,30 @@ static long chp_ioc_emulate(void *karg)
 	return chp_emulate(karg);
 }
 
-/* The per-CPU entries, @size bytes apart (the caller's struct size). */
-static long chp_copy_cpu_stats(void __user *ucpus, u32 size)
+static void chp_fill_cpu_stats(struct chameleon_proxy_cpu_stats *cs)
 {
-	struct chameleon_proxy_cpu_stats cs;
+	unsigned int cpu;
+
+	for (cpu = 0; cpu < nr_cpu_ids; cpu++, cs++) {
+		cs->proxied_by = -1;
+		if (!cpu_possible(cpu))
+			continue;
+		chp_proxy_cpu_stats(cpu, cs);
+		chp_park_cpu_stats(cpu, cs);
+		chp_emulate_cpu_stats(cpu, cs);
+	}
+}
+
+/* The per-CPU entries go @size bytes apart: the caller's struct size. */
+static long chp_copy_cpu_stats(void __user *ucpus, u32 size,
+			       const struct chameleon_proxy_cpu_stats *cs)
+{
 	unsigned int cpu;
 	int ret;
 
 	for (cpu = 0; cpu < nr_cpu_ids; cpu++) {
-		memset(&cs, 0, sizeof(cs));
-		cs.proxied_by = -1;
-		if (cpu_possible(cpu)) {
-			chp_proxy_cpu_stats(cpu, &cs);
-			chp_park_cpu_stats(cpu, &cs);
-			chp_emulate_cpu_stats(cpu, &cs);
-		}
 		ret = copy_struct_to_user(ucpus + (size_t)cpu * size, size,
-					  &cs, sizeof(cs), NULL);
+					  &cs[cpu], sizeof(*cs), NULL);
 		if (ret)
 			return ret;
 	}
@@ -169,17 +177,27 @@ static long chp_copy_cpu_stats(void __user *ucpus, u32 size)
 static long chp_ioc_stats(void *karg)
 {
 	struct chameleon_proxy_stats *st = karg;
+	struct chameleon_proxy_cpu_stats *cs = NULL;
 	u64 ucpus = st->cpus;
 	u32 nr = st->nr_cpus, size = st->cpu_size;
 	long ret = 0;
 
 	if (st->flags)
 		return -EINVAL;
-	if (nr ? nr != nr_cpu_ids ||
-		 size < sizeof(struct chameleon_proxy_cpu_stats) ||
-		 size > PAGE_SIZE || size % sizeof(u64)
-	       : ucpus != 0)
+	if (!nr && ucpus)
 		return -EINVAL;
+	if (nr && (nr != nr_cpu_ids || size < sizeof(*cs) ||
+		   size > PAGE_SIZE || size % sizeof(u64)))
+		return -EINVAL;
+	/*
+	 * Filled under chp_mutex, copied out after: a fault on the user
+	 * buffer (userfaultfd) must not hold up the workers.
+	 */
+	if (nr) {
+		cs = kvcalloc(nr, sizeof(*cs), GFP_KERNEL);
+		if (!cs)
+			return -ENOMEM;
+	}
 	/* Whatever the caller left in the output fields goes. */
 	memset(st, 0, sizeof(*st));
 	st->cpus = ucpus;
@@ -190,9 +208,13 @@ static long chp_ioc_stats(void *karg)
 	chp_proxy_stats(st);
 	chp_park_stats(st);
 	chp_emulate_stats(st);
-	if (nr)
-		ret = chp_copy_cpu_stats(u64_to_user_ptr(ucpus), size);
+	if (cs)
+		chp_fill_cpu_stats(cs);
 	mutex_unlock(&chp_mutex);
+
+	if (cs)
+		ret = chp_copy_cpu_stats(u64_to_user_ptr(ucpus), size, cs);
+	kvfree(cs);
 	return ret;
 }
 
