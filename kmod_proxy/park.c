@@ -252,11 +252,14 @@ long chp_unpark(struct chameleon_proxy_unpark *arg, const struct cpumask *mask)
 			onlining = true;
 		}
 	}
-	/* The unpark worker reconciles after add_cpu(); the others now. */
+	/*
+	 * IRQs come back now; an original affinity may name a CPU still
+	 * offline, which is fine. The unpark worker reconciles again once its
+	 * CPUs are online.
+	 */
+	chp_proxy_request_reconcile();
 	if (onlining)
 		queue_work(system_unbound_wq, &chp_unpark_work);
-	else
-		chp_proxy_request_reconcile();
 	chp_park_stat.unparks++;
 	arg->critical_ns = ktime_get_ns() - t0;
 	chp_park_stat.unpark_critical_ns = arg->critical_ns;
