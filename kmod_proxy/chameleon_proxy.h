@@ -1,7 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
 /*
  * User interface of the chameleon_proxy module (/dev/chameleon_proxy).
- * Shared with the agent; every ioctl argument is versioned by its size.
+ * Shared with the agent and the test tools.
+ *
+ * Versioning: every ioctl argument is a struct whose size is encoded in the
+ * command number. The module accepts any size at least as large as the first
+ * version of that struct: bytes it does not know must be zero on input
+ * (-E2BIG otherwise) and are cleared on output, so an older or newer caller
+ * keeps working as long as it leaves new fields zero. All fields are naturally
+ * aligned fixed-width integers, so 32- and 64-bit callers share one layout.
+ *
+ * Every field marked "in: 0" or "reserved" must be zero, unknown flags are
+ * refused with -EINVAL. CPU masks are arrays of __u64 words, bit N of the mask
+ * being bit (N % 64) of word N / 64, with exactly (nr_cpu_ids + 63) / 64 words
+ * (nr_cpu_ids comes from INFO) and no bit set at or past nr_cpu_ids.
+ *
+ * INFO and STATS only read and need no capability beyond opening the device;
+ * PARK, UNPARK, EMULATE and RESET need CAP_SYS_ADMIN.
  */
 #ifndef _UAPI_CHAMELEON_PROXY_H
 #define _UAPI_CHAMELEON_PROXY_H
@@ -9,7 +24,13 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define CHAMELEON_PROXY_ABI_VERSION	1
+#define CHAMELEON_PROXY_ABI_VERSION	2
+
+/* INFO.features */
+#define CHAMELEON_PROXY_F_KFUNCS	(1ULL << 0)	/* chameleon_proxy_* kfuncs */
+#define CHAMELEON_PROXY_F_PARK		(1ULL << 1)	/* PARK, UNPARK */
+#define CHAMELEON_PROXY_F_EMULATE	(1ULL << 2)	/* EMULATE */
+#define CHAMELEON_PROXY_F_STATS		(1ULL << 3)	/* STATS, RESET */
 
 struct chameleon_proxy_info {
 	__u32 abi_version;	/* CHAMELEON_PROXY_ABI_VERSION */
@@ -17,7 +38,127 @@ struct chameleon_proxy_info {
 	__u64 features;		/* CHAMELEON_PROXY_F_* the module provides */
 };
 
+/* Longest PARK hold-off accepted, in ms. */
+#define CHAMELEON_PROXY_MAX_HOLDOFF_MS	3600000
+
+/*
+ * PARK: the CPUs of the mask stop receiving device interrupts at once and are
+ * taken offline after holdoff_ms, unless UNPARK comes first. Refused with
+ * -EINVAL for CPU 0, a non-present CPU or a mask that would leave no online
+ * CPU unparked, -EBUSY for a CPU already parked or offline, -EOPNOTSUPP for a
+ * CPU the platform cannot unplug.
+ */
+struct chameleon_proxy_park {
+	__u64 mask;		/* in: user address of the __u64 mask words */
+	__u32 mask_words;	/* in: (nr_cpu_ids + 63) / 64 */
+	__u32 holdoff_ms;	/* in: delay before offlining, 0 = at once */
+	__u64 flags;		/* in: 0 */
+	__u64 critical_ns;	/* out: time spent in the synchronous part */
+	__u64 reserved[4];	/* in: 0 */
+};
+
+/*
+ * UNPARK: parked CPUs not offline yet are back at once; the ones this module
+ * offlined are brought back online by a worker (see STATS for its latency).
+ * -EINVAL for a CPU that is not parked.
+ */
+struct chameleon_proxy_unpark {
+	__u64 mask;		/* in: user address of the __u64 mask words */
+	__u32 mask_words;	/* in: (nr_cpu_ids + 63) / 64 */
+	__u32 flags;		/* in: 0 */
+	__u64 critical_ns;	/* out: time spent in the synchronous part */
+	__u64 reserved[4];	/* in: 0 */
+};
+
+/* EMULATE.category: how much faster a fused representative is emulated. */
+#define CHAMELEON_PROXY_CAT_LOW		0
+#define CHAMELEON_PROXY_CAT_MED		1
+#define CHAMELEON_PROXY_CAT_HIGH	2
+
+/*
+ * EMULATE: duty-cycle emulation of fused processors by idle injection.
+ * -EBUSY if another user (e.g. intel_powerclamp) already injects idle time.
+ */
+struct chameleon_proxy_emulate {
+	__u32 on;		/* in: 0 = off, 1 = on */
+	__u32 category;		/* in: CHAMELEON_PROXY_CAT_*, 0 when off */
+	__u64 flags;		/* in: 0 */
+	__u64 reserved[4];	/* in: 0 */
+};
+
+/* chameleon_proxy_cpu_stats.flags */
+#define CHAMELEON_PROXY_CPU_ONLINE	(1U << 0)
+#define CHAMELEON_PROXY_CPU_PARKED	(1U << 1)
+#define CHAMELEON_PROXY_CPU_PENDING	(1U << 2)	/* parked, not offline yet */
+#define CHAMELEON_PROXY_CPU_OFFLINED	(1U << 3)	/* offlined by this module */
+
+struct chameleon_proxy_cpu_stats {
+	__s32 proxied_by;	/* representative this CPU is lent to, or -1 */
+	__u32 flags;		/* CHAMELEON_PROXY_CPU_* */
+	__u32 nr_proxying;	/* CPUs lent to this one */
+	__u32 duty_pct;		/* emulated runnable share, 0 = not emulated */
+	__u32 level;		/* last chameleon_proxy_speed() level */
+	__u32 pad;
+	/* Interruptions counted while the CPU was lent, over finished lends */
+	__u64 irqs;		/* device interrupts */
+	__u64 softirqs;
+	__u64 ipis;		/* function call, reschedule, TLB shootdown */
+	__u64 timers;		/* local timer interrupts */
+	/* The same, during the current lend (0 when not lent) */
+	__u64 live_irqs;
+	__u64 live_softirqs;
+	__u64 live_ipis;
+	__u64 live_timers;
+};
+
+struct chameleon_proxy_stats {
+	__u64 cpus;		/* in: user address of cpu_stats[nr_cpus], or 0 */
+	__u32 nr_cpus;		/* in: nr_cpu_ids, or 0 with cpus == 0 */
+	__u32 cpu_size;		/* in: sizeof(struct chameleon_proxy_cpu_stats) */
+	__u64 flags;		/* in: 0 */
+
+	/* Processor proxies */
+	__u64 lends;
+	__u64 lends_refused;
+	__u64 reclaims;
+	__u64 reclaims_refused;
+	__u64 redirects_applied;	/* IRQs moved off lent or parked CPUs */
+	__u64 redirects_skipped;	/* lends reclaimed before any redirect */
+	__u64 restores;			/* IRQs given their affinity back */
+	__u64 irq_failures;		/* irq_set_affinity() errors */
+	__u64 managed_skipped;		/* kernel-managed IRQs left alone */
+	__s32 irq_last_error;
+	__u32 irqs_moved;		/* IRQs away from their affinity now */
+
+	/* Parking */
+	__u64 parks;
+	__u64 unparks;
+	__u64 remove_cpu_calls;
+	__u64 remove_cpu_failures;
+	__u64 add_cpu_calls;
+	__u64 add_cpu_failures;
+	__s32 remove_cpu_last_error;
+	__s32 add_cpu_last_error;
+	__u64 park_critical_ns;		/* last PARK's synchronous part */
+	__u64 park_physical_ns;		/* last PARK call to its last offline */
+	__u64 unpark_critical_ns;	/* last UNPARK's synchronous part */
+	__u64 unpark_physical_ns;	/* last UNPARK call to its last online */
+
+	/* Emulation */
+	__u32 emulate_on;
+	__u32 emulate_category;
+	__u64 emulate_failures;		/* CPUs idle injection could not cover */
+
+	__u64 reserved[8];
+};
+
 #define CHAMELEON_PROXY_IOC_MAGIC	0xC7
 #define CHAMELEON_PROXY_IOC_INFO	_IOR(CHAMELEON_PROXY_IOC_MAGIC, 0, struct chameleon_proxy_info)
+#define CHAMELEON_PROXY_IOC_PARK	_IOWR(CHAMELEON_PROXY_IOC_MAGIC, 1, struct chameleon_proxy_park)
+#define CHAMELEON_PROXY_IOC_UNPARK	_IOWR(CHAMELEON_PROXY_IOC_MAGIC, 2, struct chameleon_proxy_unpark)
+#define CHAMELEON_PROXY_IOC_EMULATE	_IOW(CHAMELEON_PROXY_IOC_MAGIC, 3, struct chameleon_proxy_emulate)
+#define CHAMELEON_PROXY_IOC_STATS	_IOWR(CHAMELEON_PROXY_IOC_MAGIC, 4, struct chameleon_proxy_stats)
+/* RESET: reclaim every lent CPU, unpark every CPU, emulation off. arg 0. */
+#define CHAMELEON_PROXY_IOC_RESET	_IO(CHAMELEON_PROXY_IOC_MAGIC, 5)
 
 #endif /* _UAPI_CHAMELEON_PROXY_H */

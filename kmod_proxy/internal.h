@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Declarations shared by the files of the chameleon_proxy module. See main.c
+ * for the design and the locking rules.
+ */
+#ifndef _CHAMELEON_PROXY_INTERNAL_H
+#define _CHAMELEON_PROXY_INTERNAL_H
+
+#include <linux/cpumask.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+
+#include "chameleon_proxy.h"
+
+/* Serialises the ioctls and the workers; never taken by a kfunc. */
+extern struct mutex chp_mutex;
+
+static inline bool chp_cpu_valid(s32 cpu)
+{
+	return cpu >= 0 && cpu < nr_cpu_ids && cpu_possible(cpu);
+}
+
+/* proxy.c: lent CPUs and the IRQ affinity reconciliation */
+int chp_proxy_init(void);
+void chp_proxy_quiesce(void);
+void chp_proxy_exit(void);
+int chp_proxy_lend(s32 cpu, s32 rep);
+int chp_proxy_reclaim(s32 cpu);
+void chp_proxy_request_reconcile(void);
+void chp_proxy_reconcile_locked(void);
+void chp_proxy_reset_locked(void);
+void chp_proxy_stats(struct chameleon_proxy_stats *st);
+void chp_proxy_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs);
+
+/* park.c: bulk, deferred hotplug */
+int chp_park_init(void);
+void chp_park_quiesce(void);
+void chp_park_exit(void);
+long chp_park(struct chameleon_proxy_park *arg, const struct cpumask *mask);
+long chp_unpark(struct chameleon_proxy_unpark *arg,
+		const struct cpumask *mask);
+bool chp_park_is_parked(int cpu);
+const struct cpumask *chp_park_mask(void);
+int chp_park_reset_locked(void);
+void chp_park_stats(struct chameleon_proxy_stats *st);
+void chp_park_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs);
+
+/* emulate.c: duty-cycle emulation by idle injection */
+int chp_emulate_init(void);
+void chp_emulate_quiesce(void);
+void chp_emulate_exit(void);
+long chp_emulate(struct chameleon_proxy_emulate *arg);
+int chp_emulate_speed(s32 cpu, u32 level);
+void chp_emulate_off_locked(void);
+void chp_emulate_stats(struct chameleon_proxy_stats *st);
+void chp_emulate_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs);
+
+/* kfuncs.c */
+int chp_kfuncs_register(void);
+
+#endif /* _CHAMELEON_PROXY_INTERNAL_H */

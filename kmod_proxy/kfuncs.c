@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The kfuncs the scx_chameleon BPF scheduler calls.
+ *
+ * They are registered for struct_ops programs; the scheduler declares them
+ * __ksym __weak and checks bpf_ksym_exists(), so it loads without this module
+ * and then simply does without proxies and emulation. It should check
+ * chameleon_proxy_abi() too.
+ *
+ * They are called from the scheduler's callbacks, mostly with a runqueue lock
+ * held and interrupts off, possibly in hard interrupt context (ops.tick):
+ * they never sleep, allocate or wake anything up. The slow part of their work
+ * is deferred through an irq_work to a work item (see main.c).
+ *
+ * A loaded BPF program that calls module kfuncs holds a reference on the
+ * module: rmmod fails with EBUSY until the scheduler is unloaded. That is by
+ * design; it is also what guarantees no kfunc runs during module exit.
+ */
+#include <linux/bpf.h>
+#include <linux/btf.h>
+#include <linux/btf_ids.h>
+#include <linux/module.h>
+
+#include "internal.h"
+
+__bpf_kfunc_start_defs();
+
+/**
+ * chameleon_proxy_lend - lend a CPU to a representative
+ * @cpu: the CPU lent
+ * @rep: the CPU it is lent to
+ *
+ * Its device interrupts move off @cpu shortly after (to the rest of their
+ * affinity, or to @rep), and its interruptions are counted until
+ * chameleon_proxy_reclaim().
+ *
+ * Return: 0, -EINVAL for bad CPU ids or @cpu == @rep, -EBUSY if @cpu is
+ * already lent, parked or offline, or @rep offline.
+ */
+__bpf_kfunc int chameleon_proxy_lend(s32 cpu, s32 rep)
+{
+	return chp_proxy_lend(cpu, rep);
+}
+
+/**
+ * chameleon_proxy_reclaim - end the lend of a CPU
+ * @cpu: the CPU lent
+ *
+ * Return: 0, -EINVAL for a bad CPU id, -ENOENT if @cpu is not lent.
+ */
+__bpf_kfunc int chameleon_proxy_reclaim(s32 cpu)
+{
+	return chp_proxy_reclaim(cpu);
+}
+
+/**
+ * chameleon_proxy_speed - set the emulated speed of a CPU
+ * @cpu: the CPU
+ * @level: 0 for a plain CPU, 1 for the representative of 2 fused CPUs, 2 for
+ *	   the representative of 4
+ *
+ * Takes effect shortly after, if the emulation is on (EMULATE ioctl).
+ *
+ * Return: 0, -EINVAL for a bad CPU id or level.
+ */
+__bpf_kfunc int chameleon_proxy_speed(s32 cpu, u32 level)
+{
+	return chp_emulate_speed(cpu, level);
+}
+
+/**
+ * chameleon_proxy_abi - the module's ABI version
+ *
+ * Return: CHAMELEON_PROXY_ABI_VERSION.
+ */
+__bpf_kfunc u32 chameleon_proxy_abi(void)
+{
+	return CHAMELEON_PROXY_ABI_VERSION;
+}
+
+__bpf_kfunc_end_defs();
+
+BTF_KFUNCS_START(chp_kfunc_ids)
+BTF_ID_FLAGS(func, chameleon_proxy_lend)
+BTF_ID_FLAGS(func, chameleon_proxy_reclaim)
+BTF_ID_FLAGS(func, chameleon_proxy_speed)
+BTF_ID_FLAGS(func, chameleon_proxy_abi)
+BTF_KFUNCS_END(chp_kfunc_ids)
+
+static const struct btf_kfunc_id_set chp_kfunc_set = {
+	.owner	= THIS_MODULE,
+	.set	= &chp_kfunc_ids,
+};
+
+/* There is no unregistering: the set goes away with the module's BTF. */
+int chp_kfuncs_register(void)
+{
+	return register_btf_kfunc_id_set(BPF_PROG_TYPE_STRUCT_OPS,
+					 &chp_kfunc_set);
+}

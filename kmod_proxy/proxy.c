@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Processor proxies.
+ *
+ * When the scheduler lends a CPU to a representative, that CPU should stop
+ * taking device interrupts: they are routed to the rest of the IRQ's affinity,
+ * or, when nothing of it is left, to the representative, which stands in for
+ * the lent CPU (hence "proxy"). The interruptions the lent CPU still sees
+ * (IPIs, its timer, softirqs, IRQs that cannot move) are counted, so the agent
+ * can tell what lending costs.
+ *
+ * The work is split in two:
+ *
+ *  - chp_proxy_lend() and chp_proxy_reclaim() run from the BPF scheduler with
+ *    a runqueue lock held. They update the lent CPU's state under its raw
+ *    spinlock, snapshot or accumulate its counters and raise an irq_work,
+ *    nothing more: no sleeping, no allocation, no wakeup.
+ *
+ *  - chp_proxy_reconcile_locked() runs in process context under chp_mutex,
+ *    from a work item (queued by the irq_work) or directly from the park
+ *    code. It reads the current set of lent and parked CPUs and makes every
+ *    movable IRQ's affinity agree with it: moved off those CPUs if its
+ *    affinity meets them, given its original affinity back once it no longer
+ *    does. It looks at the state only, never at the events that led to it, so
+ *    it can run any number of times; a lend reclaimed before it runs leaves
+ *    no trace.
+ *
+ * The original affinity of every IRQ we moved is kept in chp_saved, keyed by
+ * IRQ number. If someone else (irqbalance, an administrator) changes the
+ * affinity of such an IRQ meanwhile, their choice wins: we forget ours.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/atomic.h>
+#include <linux/interrupt.h>
+#include <linux/irq.h>
+#include <linux/irq_work.h>
+#include <linux/irqnr.h>
+#include <linux/kernel_stat.h>
+#include <linux/percpu.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+
+#include "internal.h"
+
+/* Raw interruption counters of one CPU, as the kernel keeps them. */
+struct chp_counts {
+	unsigned long irqs;
+	u32 softirqs;
+	u32 ipis;
+	u32 timers;
+};
+
+/* Interruptions counted over some time. */
+struct chp_intr {
+	u64 irqs;
+	u64 softirqs;
+	u64 ipis;
+	u64 timers;
+};
+
+/*
+ * Lending state of one CPU. Written by the kfuncs of any CPU, so each CPU's
+ * state has its own cache line. @lock is a leaf lock taken with interrupts
+ * off (the kfuncs may run in hard interrupt context, e.g. from ops.tick).
+ */
+struct chp_proxy_cpu {
+	raw_spinlock_t lock;
+	s32 proxied_by;		/* representative, or -1; READ_ONCE() outside */
+	bool redirect_pending;	/* lent, not yet seen by a reconciliation */
+	struct chp_counts snap;	/* counters when the current lend started */
+	struct chp_intr total;	/* counted over the finished lends */
+	cpumask_var_t proxying_for; /* CPUs lent to this one; atomic bitops */
+};
+
+static DEFINE_PER_CPU_SHARED_ALIGNED(struct chp_proxy_cpu, chp_proxy_cpu);
+
+/* Counters the kfuncs update, lock-free. */
+static atomic64_t chp_lends, chp_lends_refused;
+static atomic64_t chp_reclaims, chp_reclaims_refused, chp_skipped;
+
+/* Counters of the reconciliation, under chp_mutex. */
+static struct {
+	u64 redirects;
+	u64 restores;
+	u64 failures;
+	u64 managed;
+	int last_error;
+} chp_irq_stats;
+
+/*
+ * An IRQ whose affinity we changed (or, with @managed, a kernel-managed IRQ
+ * on a lent CPU that we counted once and left alone). Two cpumasks follow:
+ * the original affinity and the one we set, empty until set.
+ */
+struct chp_saved_irq {
+	bool managed;
+	unsigned long masks[];
+};
+
+static DEFINE_XARRAY(chp_saved);
+
+/* Scratch masks of the reconciliation, under chp_mutex. */
+static cpumask_var_t chp_excl, chp_cur, chp_target;
+
+static struct cpumask *chp_saved_orig(struct chp_saved_irq *s)
+{
+	return to_cpumask(s->masks);
+}
+
+static struct cpumask *chp_saved_set(struct chp_saved_irq *s)
+{
+	return to_cpumask(s->masks + cpumask_size() / sizeof(long));
+}
+
+static void chp_read_counts(int cpu, struct chp_counts *c)
+{
+	c->irqs = kstat_cpu_irqs_sum(cpu);
+	c->softirqs = kstat_cpu_softirqs_sum(cpu);
+#if defined(CONFIG_X86_LOCAL_APIC) && defined(CONFIG_SMP)
+	{
+		const unsigned int *n = per_cpu_ptr(&irq_stat, cpu)->counts;
+
+		c->ipis = READ_ONCE(n[IRQ_COUNT_CALL_FUNCTION]) +
+			  READ_ONCE(n[IRQ_COUNT_RESCHEDULE]) +
+			  READ_ONCE(n[IRQ_COUNT_TLB]);
+		c->timers = READ_ONCE(n[IRQ_COUNT_APIC_TIMER]);
+	}
+#else
+	c->ipis = 0;
+	c->timers = 0;
+#endif
+}
+
+/* Interruptions since @snap; the 32-bit counters wrap, hence the casts. */
+static void chp_counts_since(int cpu, const struct chp_counts *snap,
+			     struct chp_intr *d)
+{
+	struct chp_counts now;
+
+	chp_read_counts(cpu, &now);
+	d->irqs = now.irqs - snap->irqs;
+	d->softirqs = (u32)(now.softirqs - snap->softirqs);
+	d->ipis = (u32)(now.ipis - snap->ipis);
+	d->timers = (u32)(now.timers - snap->timers);
+}
+
+static void chp_proxy_work_fn(struct work_struct *work)
+{
+	mutex_lock(&chp_mutex);
+	chp_proxy_reconcile_locked();
+	mutex_unlock(&chp_mutex);
+}
+
+static DECLARE_WORK(chp_proxy_work, chp_proxy_work_fn);
+
+/*
+ * Hard interrupt context, after the kfunc's caller dropped the runqueue lock
+ * (it is held with interrupts off, so the irq_work cannot run before): waking
+ * a kworker from here takes runqueue locks safely.
+ */
+static void chp_proxy_irq_work_fn(struct irq_work *iw)
+{
+	queue_work(system_unbound_wq, &chp_proxy_work);
+}
+
+static DEFINE_IRQ_WORK(chp_proxy_irq_work, chp_proxy_irq_work_fn);
+
+/* Process context only: ask for a reconciliation without waiting for it. */
+void chp_proxy_request_reconcile(void)
+{
+	queue_work(system_unbound_wq, &chp_proxy_work);
+}
+
+/* kfunc context: see the top comment. */
+int chp_proxy_lend(s32 cpu, s32 rep)
+{
+	struct chp_proxy_cpu *pc;
+	unsigned long flags;
+	int ret = 0;
+
+	if (!chp_cpu_valid(cpu) || !chp_cpu_valid(rep) || cpu == rep) {
+		ret = -EINVAL;
+		goto refused;
+	}
+	if (!cpu_online(cpu) || !cpu_online(rep) || chp_park_is_parked(cpu)) {
+		ret = -EBUSY;
+		goto refused;
+	}
+	pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	if (pc->proxied_by >= 0) {
+		ret = -EBUSY;
+	} else {
+		chp_read_counts(cpu, &pc->snap);
+		pc->redirect_pending = true;
+		WRITE_ONCE(pc->proxied_by, rep);
+		cpumask_set_cpu(cpu, per_cpu_ptr(&chp_proxy_cpu, rep)->proxying_for);
+	}
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	if (ret)
+		goto refused;
+	atomic64_inc(&chp_lends);
+	irq_work_queue(&chp_proxy_irq_work);
+	return 0;
+refused:
+	atomic64_inc(&chp_lends_refused);
+	return ret;
+}
+
+/*
+ * Ends the lend of @pc's CPU, under pc->lock. Returns true if a
+ * reconciliation had moved IRQs for it (so they must come back), false if
+ * none had run yet: then nothing was moved for this lend.
+ */
+static bool chp_end_lend(int cpu, struct chp_proxy_cpu *pc)
+{
+	struct chp_intr d;
+	bool seen = !pc->redirect_pending;
+
+	chp_counts_since(cpu, &pc->snap, &d);
+	pc->total.irqs += d.irqs;
+	pc->total.softirqs += d.softirqs;
+	pc->total.ipis += d.ipis;
+	pc->total.timers += d.timers;
+	cpumask_clear_cpu(cpu, per_cpu_ptr(&chp_proxy_cpu,
+					   pc->proxied_by)->proxying_for);
+	WRITE_ONCE(pc->proxied_by, -1);
+	pc->redirect_pending = false;
+	atomic64_inc(&chp_reclaims);
+	if (!seen)
+		atomic64_inc(&chp_skipped);
+	return seen;
+}
+
+/* kfunc context: see the top comment. */
+int chp_proxy_reclaim(s32 cpu)
+{
+	struct chp_proxy_cpu *pc;
+	unsigned long flags;
+	bool seen = false;
+	int ret = 0;
+
+	if (!chp_cpu_valid(cpu)) {
+		atomic64_inc(&chp_reclaims_refused);
+		return -EINVAL;
+	}
+	pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	if (pc->proxied_by < 0)
+		ret = -ENOENT;
+	else
+		seen = chp_end_lend(cpu, pc);
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	if (ret)
+		atomic64_inc(&chp_reclaims_refused);
+	else if (seen)
+		irq_work_queue(&chp_proxy_irq_work);
+	return ret;
+}
+
+/* The CPUs device interrupts must avoid now: lent and parked ones. */
+static void chp_build_excluded(struct cpumask *excl)
+{
+	unsigned long flags;
+	int cpu;
+
+	cpumask_copy(excl, chp_park_mask());
+	for_each_possible_cpu(cpu) {
+		struct chp_proxy_cpu *pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
+
+		raw_spin_lock_irqsave(&pc->lock, flags);
+		if (pc->proxied_by >= 0) {
+			cpumask_set_cpu(cpu, excl);
+			pc->redirect_pending = false;
+		}
+		raw_spin_unlock_irqrestore(&pc->lock, flags);
+	}
+}
+
+/*
+ * Copies the affinity of @irq if it is one we may move: it has a handler, is
+ * not per-CPU and its chip can change its affinity (not IRQF_NOBALANCING).
+ */
+static bool chp_read_irq(unsigned int irq, struct cpumask *aff, bool *managed)
+{
+	struct irq_data *d;
+	bool ok;
+
+	/* Sparse IRQ descriptors are freed after an RCU grace period. */
+	rcu_read_lock();
+	d = irq_get_irq_data(irq);
+	ok = d && irq_has_action(irq) && !irqd_is_per_cpu(d) &&
+	     irq_can_set_affinity(irq);
+	if (ok) {
+		*managed = irqd_affinity_is_managed(d);
+		cpumask_copy(aff, irq_data_get_affinity_mask(d));
+	}
+	rcu_read_unlock();
+	return ok;
+}
+
+static void chp_irq_error(int err)
+{
+	chp_irq_stats.failures++;
+	chp_irq_stats.last_error = err;
+}
+
+static struct chp_saved_irq *chp_remember(unsigned int irq,
+					  const struct cpumask *orig,
+					  bool managed)
+{
+	struct chp_saved_irq *s;
+
+	s = kzalloc(sizeof(*s) + 2 * cpumask_size(), GFP_KERNEL);
+	if (!s)
+		return NULL;
+	s->managed = managed;
+	cpumask_copy(chp_saved_orig(s), orig);
+	if (xa_is_err(xa_store(&chp_saved, irq, s, GFP_KERNEL))) {
+		kfree(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void chp_forget(unsigned int irq, struct chp_saved_irq *s)
+{
+	if (s)
+		kfree(xa_erase(&chp_saved, irq));
+}
+
+/*
+ * Where an IRQ whose affinity is @orig should go: @orig less the excluded
+ * CPUs if some of them are online, else the representative of the first lent
+ * CPU of @orig, else any online CPU neither lent nor parked.
+ */
+static bool chp_pick_target(const struct cpumask *orig,
+			    const struct cpumask *excl, struct cpumask *target)
+{
+	unsigned int cpu;
+	s32 rep;
+
+	cpumask_andnot(target, orig, excl);
+	if (cpumask_intersects(target, cpu_online_mask))
+		return true;
+	cpumask_clear(target);
+	for_each_cpu_and(cpu, orig, excl) {
+		rep = READ_ONCE(per_cpu_ptr(&chp_proxy_cpu, cpu)->proxied_by);
+		if (rep < 0)
+			continue;	/* parked, not lent */
+		if (cpu_online(rep) && !cpumask_test_cpu(rep, excl)) {
+			cpumask_set_cpu(rep, target);
+			return true;
+		}
+		break;
+	}
+	cpu = cpumask_first_andnot(cpu_online_mask, excl);
+	if (cpu >= nr_cpu_ids)
+		return false;
+	cpumask_set_cpu(cpu, target);
+	return true;
+}
+
+static void chp_reconcile_irq(unsigned int irq, const struct cpumask *excl)
+{
+	struct chp_saved_irq *s = xa_load(&chp_saved, irq);
+	const struct cpumask *orig;
+	bool managed = false;
+	int ret;
+
+	if (!chp_read_irq(irq, chp_cur, &managed)) {
+		/* Freed or made unmovable: nothing left to give back. */
+		chp_forget(irq, s);
+		return;
+	}
+	/*
+	 * An IO-APIC IRQ takes a new affinity only at its next interrupt, so
+	 * until then it still shows the original: both mean "ours". Anything
+	 * else was set by someone else, whose choice becomes the original.
+	 */
+	if (s && (s->managed != managed ||
+		  (!managed && !cpumask_equal(chp_cur, chp_saved_set(s)) &&
+		   !cpumask_equal(chp_cur, chp_saved_orig(s))))) {
+		chp_forget(irq, s);
+		s = NULL;
+	}
+	orig = s && !managed ? chp_saved_orig(s) : chp_cur;
+
+	if (!cpumask_intersects(orig, excl)) {
+		if (s && !managed) {
+			ret = irq_set_affinity(irq, orig);
+			if (ret)
+				chp_irq_error(ret);
+			else
+				chp_irq_stats.restores++;
+		}
+		chp_forget(irq, s);
+		return;
+	}
+
+	if (managed) {
+		/* The kernel owns these: count each once while it applies. */
+		if (!s && chp_remember(irq, chp_cur, true))
+			chp_irq_stats.managed++;
+		return;
+	}
+
+	if (!chp_pick_target(orig, excl, chp_target))
+		return;
+	if (s && cpumask_equal(chp_target, chp_saved_set(s)))
+		return;
+	if (!s) {
+		s = chp_remember(irq, chp_cur, false);
+		if (!s) {
+			chp_irq_error(-ENOMEM);
+			return;
+		}
+	}
+	ret = irq_set_affinity(irq, chp_target);
+	if (ret) {
+		chp_irq_error(ret);
+		/* Never moved: nothing to restore. */
+		if (cpumask_empty(chp_saved_set(s)))
+			chp_forget(irq, s);
+		return;
+	}
+	cpumask_copy(chp_saved_set(s), chp_target);
+	chp_irq_stats.redirects++;
+}
+
+void chp_proxy_reconcile_locked(void)
+{
+	unsigned int irq, nr = irq_get_nr_irqs();
+	struct chp_saved_irq *s;
+	unsigned long idx;
+
+	lockdep_assert_held(&chp_mutex);
+	chp_build_excluded(chp_excl);
+	for (irq = 0; irq < nr; irq++) {
+		chp_reconcile_irq(irq, chp_excl);
+		cond_resched();
+	}
+	/* IRQ numbers gone since (nr_irqs shrank): nothing to give back. */
+	xa_for_each_start(&chp_saved, idx, s, nr)
+		chp_forget(idx, s);
+}
+
+/* RESET: every lent CPU comes back, every IRQ we moved is restored. */
+void chp_proxy_reset_locked(void)
+{
+	unsigned long flags;
+	int cpu;
+
+	lockdep_assert_held(&chp_mutex);
+	for_each_possible_cpu(cpu) {
+		struct chp_proxy_cpu *pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
+
+		raw_spin_lock_irqsave(&pc->lock, flags);
+		if (pc->proxied_by >= 0)
+			chp_end_lend(cpu, pc);
+		raw_spin_unlock_irqrestore(&pc->lock, flags);
+	}
+	chp_proxy_reconcile_locked();
+}
+
+void chp_proxy_stats(struct chameleon_proxy_stats *st)
+{
+	struct chp_saved_irq *s;
+	unsigned long idx;
+
+	lockdep_assert_held(&chp_mutex);
+	st->lends = atomic64_read(&chp_lends);
+	st->lends_refused = atomic64_read(&chp_lends_refused);
+	st->reclaims = atomic64_read(&chp_reclaims);
+	st->reclaims_refused = atomic64_read(&chp_reclaims_refused);
+	st->redirects_skipped = atomic64_read(&chp_skipped);
+	st->redirects_applied = chp_irq_stats.redirects;
+	st->restores = chp_irq_stats.restores;
+	st->irq_failures = chp_irq_stats.failures;
+	st->irq_last_error = chp_irq_stats.last_error;
+	st->managed_skipped = chp_irq_stats.managed;
+	st->irqs_moved = 0;
+	xa_for_each(&chp_saved, idx, s)
+		if (!s->managed)
+			st->irqs_moved++;
+}
+
+void chp_proxy_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs)
+{
+	struct chp_proxy_cpu *pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
+	struct chp_intr live = {};
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	cs->proxied_by = pc->proxied_by;
+	if (pc->proxied_by >= 0)
+		chp_counts_since(cpu, &pc->snap, &live);
+	cs->irqs = pc->total.irqs;
+	cs->softirqs = pc->total.softirqs;
+	cs->ipis = pc->total.ipis;
+	cs->timers = pc->total.timers;
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	cs->live_irqs = live.irqs;
+	cs->live_softirqs = live.softirqs;
+	cs->live_ipis = live.ipis;
+	cs->live_timers = live.timers;
+	cs->nr_proxying = cpumask_weight(pc->proxying_for);
+}
+
+static void chp_proxy_free(void)
+{
+	struct chp_saved_irq *s;
+	unsigned long idx;
+	int cpu;
+
+	xa_for_each(&chp_saved, idx, s) {
+		if (!s->managed)
+			pr_warn("IRQ %lu keeps affinity %*pbl, was %*pbl\n", idx,
+				cpumask_pr_args(chp_saved_set(s)),
+				cpumask_pr_args(chp_saved_orig(s)));
+		kfree(s);
+	}
+	xa_destroy(&chp_saved);
+	for_each_possible_cpu(cpu)
+		free_cpumask_var(per_cpu_ptr(&chp_proxy_cpu, cpu)->proxying_for);
+	free_cpumask_var(chp_excl);
+	free_cpumask_var(chp_cur);
+	free_cpumask_var(chp_target);
+}
+
+int chp_proxy_init(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct chp_proxy_cpu *pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
+
+		raw_spin_lock_init(&pc->lock);
+		pc->proxied_by = -1;
+		if (!zalloc_cpumask_var(&pc->proxying_for, GFP_KERNEL))
+			goto nomem;
+	}
+	if (!zalloc_cpumask_var(&chp_excl, GFP_KERNEL) ||
+	    !zalloc_cpumask_var(&chp_cur, GFP_KERNEL) ||
+	    !zalloc_cpumask_var(&chp_target, GFP_KERNEL))
+		goto nomem;
+	return 0;
+nomem:
+	chp_proxy_free();
+	return -ENOMEM;
+}
+
+/*
+ * Module exit, before the final reset: no kfunc can run any more (a loaded BPF
+ * program that calls them pins the module), but the irq_work and the work item
+ * the last calls raised may still be in flight.
+ */
+void chp_proxy_quiesce(void)
+{
+	irq_work_sync(&chp_proxy_irq_work);
+	cancel_work_sync(&chp_proxy_work);
+}
+
+/* Module exit, after the final reset restored every IRQ it could. */
+void chp_proxy_exit(void)
+{
+	chp_proxy_free();
+}
