@@ -4,19 +4,24 @@
 # because the host's clang is too old for the scx headers and bindgen needs a
 # libclang >= 18; the host's own rustup toolchain is bind-mounted in.
 #
-# Outputs (paths printed by `build.sh --print-paths`):
-#   $CACHE_DIR/target/release/scx_chameleon
+# Outputs (paths printed by `build.sh --print-paths`), all in this clone:
+#   build/scx_chameleon
 #   kmod_proxy/chameleon_proxy.ko
-#   $CACHE_DIR/tools/*
+#   build/tools/*
+# Cargo's target directory is shared by every clone (outside it, so a fresh
+# clone does not rebuild the dependencies), but each clone keeps its own
+# binary: two clones building in turn no longer overwrite the agent a test or
+# demo of the other is about to boot.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 . "$here/config.sh"
 
 target=$CACHE_DIR/target
-tools=$CACHE_DIR/tools
+out=$repo/build
+tools=$out/tools
 if [ "${1:-}" = --print-paths ]; then
-	echo "AGENT=$target/release/scx_chameleon"
+	echo "AGENT=$out/scx_chameleon"
 	echo "MODULE=$repo/kmod_proxy/chameleon_proxy.ko"
 	echo "TOOLS=$tools"
 	exit 0
@@ -30,7 +35,15 @@ log() { printf 'build: %s\n' "$*" >&2; }
 
 t0=$(date +%s)
 log "agent + BPF policy (cargo, clang-19)"
-"$here/cargo-in-root" build --workspace --release ${CARGO_QUIET:+-q}
+mkdir -p "$CACHE_DIR"
+# Build and copy under one lock: another clone's build in between would put
+# its binary at the shared path.
+(
+	flock 9
+	"$here/cargo-in-root" build --workspace --release ${CARGO_QUIET:+-q}
+	cp "$target/release/scx_chameleon" "$out/scx_chameleon.new"
+	mv -f "$out/scx_chameleon.new" "$out/scx_chameleon"
+) 9>"$CACHE_DIR/target.lock"
 t1=$(date +%s)
 
 log "module (kbuild, gcc-14, $KVER)"
@@ -41,8 +54,8 @@ t2=$(date +%s)
 log "test tools"
 for src in "$repo"/tests/vm/tools/*.c; do
 	[ -e "$src" ] || continue
-	out=$tools/$(basename "$src" .c)
-	"$here/in-root" --bind "$repo" --bind "$tools" -- \
-		gcc-14 -O2 -Wall -Werror -I"$repo/kmod_proxy" -o "$out" "$src"
+	bin=$tools/$(basename "$src" .c)
+	"$here/in-root" --bind "$repo" -- \
+		gcc-14 -O2 -Wall -Werror -I"$repo/kmod_proxy" -o "$bin" "$src"
 done
 log "done: agent $((t1 - t0)) s, module $((t2 - t1)) s"

@@ -11,6 +11,8 @@
  *   proxy_ctl reset                   RESET
  *   proxy_ctl fuzz N SEED             N random ioctls, then RESET; prints how
  *                                     many calls ended with each errno
+ *   proxy_ctl --uid UID CMD...        CMD with the device opened as root and
+ *                                     the ioctls made as UID (root-only checks)
  * CPULIST is like "1,3-5". A failed ioctl prints its errno name on stderr and
  * exits 1; bad usage exits 2.
  */
@@ -433,11 +435,23 @@ int main(int argc, char **argv)
 {
 	struct chameleon_proxy_info info;
 
+	unsigned long uid = ULONG_MAX;
+
+	if (argc >= 3 && !strcmp(argv[1], "--uid")) {
+		uid = parse_ul(argv[2], UINT32_MAX - 1);
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc < 2)
 		usage();
 	fd = open("/dev/chameleon_proxy", O_RDWR);
 	if (fd < 0) {
 		fprintf(stderr, "open /dev/chameleon_proxy: %s\n", strerror(errno));
+		return 1;
+	}
+	/* An open file kept across a drop of privileges: the ioctls check. */
+	if (uid != ULONG_MAX && (setgid(uid) || setuid(uid))) {
+		perror("setuid");
 		return 1;
 	}
 	get_info(&info);

@@ -1,0 +1,131 @@
+#!/bin/sh
+# chameleon_proxy on its own (no scheduler loaded), everything checked from
+# the kernel's side (sysfs, /proc/irq, /proc/stat):
+# - its BTF is there (what lets its kfuncs register; out-of-tree builds
+#   against some headers silently go without);
+# - PARK/UNPARK/EMULATE/RESET are root-only even on an open device;
+# - 3000 random ioctls change nothing for good (RESET after them);
+# - Bolt-style parking: the synchronous part returns in microseconds, the
+#   CPUs go offline in bulk after the hold-off; unpark within the hold-off
+#   cancels the offline (no remove_cpu at all); unpark after brings them
+#   back through add_cpu;
+# - a device IRQ whose affinity is a parked CPU moves off it at once and gets
+#   its affinity back on unpark;
+# - emulation: idle injection makes busy CPUs idle about half the time
+#   (category high: every CPU at 50 %), and nothing once off;
+# - rmmod with a CPU offlined by us brings it back and restores IRQs.
+. /opt/chameleon/guest/lib.sh
+
+ko=/opt/chameleon/chameleon_proxy.ko
+[ "$(nproc)" -ge 4 ] || fail "needs 4 CPUs"
+insmod "$ko" || fail "insmod failed"
+[ -e /sys/kernel/btf/chameleon_proxy ] || fail "no /sys/kernel/btf/chameleon_proxy: the module has no BTF, its kfuncs cannot register"
+ok "module BTF present (kfuncs registered: $(dmesg | grep -c 'cannot register the kfuncs') failures)"
+
+stat_of() { proxy_ctl stats | sed -n "s/^$1=//p"; }
+online() { cat /sys/devices/system/cpu/online; }
+# wait_online LIST MS WHAT
+wait_online() {
+	t0=$(now_ms)
+	until [ "$(online)" = "$1" ]; do
+		[ $(( $(now_ms) - t0 )) -lt "$2" ] || fail "$3: online $(online), expected $1"
+		usleep 20000
+	done
+}
+
+# Root only, even with the device already open.
+for cmd in "park 3 0" "unpark 3" "emulate on" "reset"; do
+	out=$(proxy_ctl --uid 65534 $cmd 2>&1) && fail "'$cmd' as uid 65534 succeeded: $out"
+	echo "$out" | grep -q EPERM || fail "'$cmd' as uid 65534: $out (expected EPERM)"
+done
+proxy_ctl --uid 65534 info >/dev/null || fail "INFO as uid 65534 failed"
+ok "PARK, UNPARK, EMULATE, RESET refused with EPERM to uid 65534 (INFO allowed)"
+
+seed=$(( $(date +%s) % 100000 ))
+out=$(proxy_ctl fuzz 3000 $seed) || fail "fuzz: $out"
+echo "$out" | grep -q "^reset=ok$" || fail "fuzz did not end with a RESET: $out"
+[ "$(online)" = "0-$(( $(nproc) - 1 ))" ] || wait_online "0-3" 10000 "after the fuzz"
+proxy_ctl stats | grep "^cpu=" | grep -q "parked=1" && fail "a CPU still parked after the fuzz's RESET"
+ok "fuzz: 3000 random ioctls (seed $seed): $(echo "$out" | grep -v '^calls\|^reset' | tr '\n' ' ')"
+
+# Park 2-3 at once (hold-off 0): both go offline in one worker pass.
+calls0=$(stat_of remove_cpu_calls)
+out=$(proxy_ctl park 2-3 0) || fail "park 2-3: $out"
+crit=${out#critical_ns=}
+wait_online "0-1" 10000 "park 2-3"
+phys=$(stat_of park_physical_ns)
+[ "$(( $(stat_of remove_cpu_calls) - calls0 ))" = 2 ] || fail "park 2-3: $(( $(stat_of remove_cpu_calls) - calls0 )) remove_cpu calls"
+ok "park 2-3: synchronous part $(( crit / 1000 )) us, offline after $(( phys / 1000 )) us (x$(( phys / (crit + 1) )))"
+out=$(proxy_ctl unpark 2-3) || fail "unpark 2-3: $out"
+wait_online "0-3" 10000 "unpark 2-3"
+ok "unpark 2-3: synchronous part $(( ${out#ns=} / 1000 )) us, online after $(( $(stat_of unpark_physical_ns) / 1000 )) us"
+
+# Unpark within the hold-off: the offline never happens.
+calls0=$(stat_of remove_cpu_calls)
+proxy_ctl park 3 3000 >/dev/null || fail "park 3 (hold-off 3 s)"
+[ "$(online)" = "0-3" ] || fail "CPU 3 offline before its hold-off"
+out=$(proxy_ctl unpark 3) || fail "unpark 3: $out"
+sleep 4
+[ "$(online)" = "0-3" ] || fail "CPU 3 went offline after an unpark within its hold-off"
+[ "$(stat_of remove_cpu_calls)" = "$calls0" ] || fail "remove_cpu called after an unpark within the hold-off"
+ok "park 3 + unpark within the 3 s hold-off: never offline, no remove_cpu, unpark took $(( ${out#ns=} / 1000 )) us"
+
+# A device IRQ on a parked CPU moves off it and comes back.
+irq=
+for d in /proc/irq/[0-9]*; do
+	n=${d#/proc/irq/}
+	[ -n "$(ls "$d" | grep -v -e '^affinity_hint$' -e '^node$' -e '^smp_affinity' -e '^effective_affinity' -e '^spurious$')" ] || continue
+	echo 3 >"$d/smp_affinity_list" 2>/dev/null || continue
+	# In effect, not pending: an IO-APIC IRQ takes a new affinity at its
+	# next interrupt (this line, on the serial console, makes ttyS0's).
+	echo "   IRQ $n: affinity 3 requested"
+	usleep 200000
+	[ "$(cat "$d/smp_affinity_list")" = 3 ] && [ "$(cat "$d/effective_affinity_list")" = 3 ] &&
+		{ irq=$n; break; }
+done
+[ -n "$irq" ] || fail "no device IRQ whose affinity can be set to CPU 3"
+proxy_ctl park 3 60000 >/dev/null || fail "park 3 (hold-off 60 s)"
+t0=$(now_ms)
+until [ "$(cat /proc/irq/$irq/smp_affinity_list)" != 3 ]; do
+	[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "IRQ $irq still on CPU 3 5 s after park"
+	usleep 20000
+done
+moved=$(cat /proc/irq/$irq/smp_affinity_list)
+proxy_ctl unpark 3 >/dev/null || fail "unpark 3"
+t0=$(now_ms)
+until [ "$(cat /proc/irq/$irq/smp_affinity_list)" = 3 ]; do
+	[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "IRQ $irq not back on CPU 3 5 s after unpark ($(cat /proc/irq/$irq/smp_affinity_list))"
+	usleep 20000
+done
+ok "IRQ $irq ($(ls /proc/irq/$irq | grep -v -e affinity -e node -e spurious | head -n 1)): CPU 3 parked -> moved to $moved; unparked -> back on 3"
+
+# Emulation: every CPU busy, idle share from /proc/stat over 3 s.
+spins=
+for c in 0 1 2 3; do spin -c $c 30 >/dev/null & spins="$spins $!"; done
+# idle_pct: % of CPU time idle over 3 s, all CPUs.
+idle_pct() {
+	a=$(awk '/^cpu /{ print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+	sleep 3
+	b=$(awk '/^cpu /{ print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+	echo "$a $b" | awk '{ print int(100 * ($3 - $1) / ($4 - $2)) }'
+}
+off=$(idle_pct)
+proxy_ctl emulate on high >/dev/null || fail "emulate on high"
+sleep 1
+on=$(idle_pct)
+proxy_ctl emulate off >/dev/null || fail "emulate off"
+sleep 1
+after=$(idle_pct)
+kill $spins
+ok "4 busy CPUs idle: ${off}% without emulation, ${on}% with (high: 50 % duty), ${after}% after off"
+[ "$on" -ge 30 ] && [ "$on" -le 70 ] || fail "emulation high: idle ${on}%, expected about 50%"
+[ "$off" -le 15 ] && [ "$after" -le 15 ] || fail "idle without emulation: ${off}% / ${after}%"
+
+# rmmod undoes: CPU 3 offlined by us comes back, the IRQ gets its affinity.
+proxy_ctl park 3 0 >/dev/null || fail "park 3"
+wait_online "0-2" 10000 "park 3 before rmmod"
+rmmod chameleon_proxy || fail "rmmod with CPU 3 parked"
+[ "$(online)" = "0-3" ] || fail "after rmmod: online $(online)"
+[ "$(cat /proc/irq/$irq/smp_affinity_list)" = 3 ] || fail "after rmmod: IRQ $irq on $(cat /proc/irq/$irq/smp_affinity_list)"
+ok "rmmod with CPU 3 offlined by the module: back online, IRQ $irq back on 3"
+pass
