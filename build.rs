@@ -1,5 +1,5 @@
 // Builds the BPF policy and its Rust skeleton (scx_cargo reads BPF_CLANG), turns
-// bpf/intf.h into Rust with bindgen, and compiles the BPF policy's pure
+// bpf/intf.h and kmod_proxy/chameleon_proxy.h into Rust with bindgen, and compiles the BPF policy's pure
 // decision helpers for the host so that unit tests run exactly that code.
 fn main() {
     scx_cargo::BpfBuilder::new()
@@ -8,6 +8,19 @@ fn main() {
         .enable_skel("bpf/main.bpf.c", "bpf")
         .build()
         .expect("building the BPF policy");
+
+    // The companion module's UAPI (ioctl argument structs), for src/proxy.rs.
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    bindgen::Builder::default()
+        .header("kmod_proxy/chameleon_proxy.h")
+        .allowlist_type("chameleon_proxy_.*")
+        .allowlist_var("CHAMELEON_PROXY_.*")
+        .derive_default(true)
+        .generate()
+        .expect("bindgen of kmod_proxy/chameleon_proxy.h")
+        .write_to_file(out.join("proxy_uapi.rs"))
+        .expect("writing proxy_uapi.rs");
+    println!("cargo:rerun-if-changed=kmod_proxy/chameleon_proxy.h");
 
     cc::Build::new()
         .file("tests/host/policy_shim.c")

@@ -24,10 +24,10 @@ void BPF_STRUCT_OPS(chameleon_dump_cpu, struct scx_dump_ctx *dctx, s32 cpu,
 	rc = &reps[CPU_IDX(cpu)];
 	/* An idle CPU with nothing of ours to say stays out of the dump. */
 	if (idle && !scx_bpf_dsq_nr_queued(cpu) && !cc->borrowed_by &&
-	    rc->state == REP_NATIVE && cc->online && !cc->drain)
+	    rc->state == REP_NATIVE && cc->online && !cc->drain && !cc->parked)
 		return;
-	scx_bpf_dump("chameleon: queued=%d online=%u drain=%u dying=%u dispatched_ago=%lldus curr_pid=%d",
-		     scx_bpf_dsq_nr_queued(cpu), cc->online, cc->drain, cc->dying,
+	scx_bpf_dump("chameleon: queued=%d online=%u parked=%u drain=%u dying=%u dispatched_ago=%lldus curr_pid=%d",
+		     scx_bpf_dsq_nr_queued(cpu), cc->online, cc->parked, cc->drain, cc->dying,
 		     (s64)(bpf_ktime_get_ns() - cc->dispatched_at) / 1000, cc->curr_pid);
 	scx_bpf_dump("\n            borrowed_by=%d rep_state=%u owner=%d nr_cpus=%u pending=0x%llx lend_wait_since=%llu",
 		     cc->borrowed_by - 1, rc->state, rc->owner, rc->nr_cpus,

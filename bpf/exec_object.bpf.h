@@ -135,6 +135,52 @@ static bool cpu_borrowed(s32 cpu)
 }
 
 /*
+ * The companion module (kmod_proxy/), if it was loaded before the scheduler:
+ * a lent CPU gets a processor proxy (its device IRQs move to the
+ * representative, what still interrupts it is counted) and, in emulation
+ * mode, the representative of an object runs at a higher duty cycle. The
+ * kfuncs only record intent under our runqueue lock; the module defers the
+ * rest. __weak: without the module they resolve to nothing, and
+ * bpf_ksym_exists() lets the verifier drop the calls, so the policy loads
+ * and fuses the same.
+ */
+extern int chameleon_proxy_lend(s32 cpu, s32 rep) __ksym __weak;
+extern int chameleon_proxy_reclaim(s32 cpu) __ksym __weak;
+extern int chameleon_proxy_speed(s32 cpu, u32 level) __ksym __weak;
+extern u32 chameleon_proxy_abi(void) __ksym __weak;
+
+/* The module's kfuncs are there and speak our ABI (set by chameleon_init). */
+bool proxy_on;
+
+static void proxy_check_abi(void)
+{
+	if (bpf_ksym_exists(chameleon_proxy_abi) && bpf_ksym_exists(chameleon_proxy_lend) &&
+	    bpf_ksym_exists(chameleon_proxy_reclaim) && bpf_ksym_exists(chameleon_proxy_speed))
+		proxy_on = chameleon_proxy_abi() == CHAMELEON_PROXY_ABI;
+}
+
+static void proxy_lend(s32 cpu, s32 rep)
+{
+	if (proxy_on && bpf_ksym_exists(chameleon_proxy_lend))
+		chameleon_proxy_lend(cpu, rep);
+}
+
+static void proxy_reclaim(s32 cpu)
+{
+	if (proxy_on && bpf_ksym_exists(chameleon_proxy_reclaim))
+		chameleon_proxy_reclaim(cpu);
+}
+
+/* Emulated speed of @rep: 0 native, 1 for an object of 2-3 CPUs, 2 for 4+. */
+static void proxy_speed(s32 rep, u32 nr_cpus)
+{
+	u32 level = nr_cpus >= 4 ? 2 : nr_cpus >= 2 ? 1 : 0;
+
+	if (proxy_on && bpf_ksym_exists(chameleon_proxy_speed))
+		chameleon_proxy_speed(rep, level);
+}
+
+/*
  * Copy @p's assignment: the agent may replace the map value at any time
  * (a preallocated element is reused), so it is read once, here.
  */
@@ -449,9 +495,11 @@ static void split(s32 rep, u32 reason)
 
 		__sync_bool_compare_and_swap(&cc->borrowed_by, rep + 1, 0);
 		cc->lend_wait_since = 0;
+		proxy_reclaim(c);
 		if (cc->online)
 			pending |= 1U << i;
 	}
+	proxy_speed(rep, 0);
 	/* Kicks only queue IPIs; the cost is the decision itself. */
 	rc->decision_cost = bpf_ktime_get_ns() - t0;
 	publish_pending(rep, rc, pending, SCX_KICK_IDLE, seq);
@@ -510,8 +558,8 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 		u64 other = 0;
 		bool busy;
 
-		/* Lent elsewhere, a representative itself, or owed to its waiters. */
-		if (cc->borrowed_by || reps[CPU_IDX(c)].state != REP_NATIVE ||
+		/* Lent elsewhere, parked, a representative itself, or owed to its waiters. */
+		if (cc->borrowed_by || cc->parked || reps[CPU_IDX(c)].state != REP_NATIVE ||
 		    chameleon_vtime_before(t0, cc->lend_block_until))
 			continue;
 		busy = cpu_competitor_vtime(c, cc, t0, &other);
@@ -568,6 +616,9 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	rc->decision_cost = bpf_ktime_get_ns() - t0;
 	rc->state = REP_FUSED;
 	publish_pending(cpu, rc, pending, SCX_KICK_PREEMPT, seq);
+	for_each_lent(i, c, a->cpus, size)
+		proxy_lend(c, cpu);
+	proxy_speed(cpu, size);
 	if (st) {
 		if (size < nr)
 			st->nr_partial++;
@@ -731,8 +782,10 @@ static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 			struct rep_ctx *lender = rep_ctx(by - 1);
 
 			if (lender && lender->state == REP_NATIVE &&
-			    __sync_bool_compare_and_swap(&cc->borrowed_by, by, 0))
+			    __sync_bool_compare_and_swap(&cc->borrowed_by, by, 0)) {
+				proxy_reclaim(cpu);
 				scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			}
 		}
 	}
 	hotplug_guard(now);

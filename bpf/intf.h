@@ -25,6 +25,18 @@ enum chameleon_consts {
 	CHAMELEON_MAX_ASSIGNED	= 8192,	/* tasks holding an object at once */
 	CHAMELEON_STEAL_SCAN	= 8,	/* other CPUs' queues one dispatch looks at */
 	CHAMELEON_CACHELINE	= 64,
+	/*
+	 * CHAMELEON_PROXY_ABI_VERSION of kmod_proxy/chameleon_proxy.h, which the
+	 * policy cannot include (a host test keeps the two equal).
+	 */
+	CHAMELEON_PROXY_ABI	= 2,
+};
+
+/* Argument of the chameleon_park syscall program (park.bpf.h). */
+struct chameleon_park_args {
+	u64	mask[CHAMELEON_MAX_CPUS / 64];	/* bit N: CPU N */
+	u32	park;				/* 1: park, 0: unpark */
+	u32	pad;
 };
 
 /* SMT class of a tag (bi-modal SMT scheduling). */

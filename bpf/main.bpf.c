@@ -30,6 +30,9 @@
  *   Implementing them tells the kernel we handle hotplug, so it does not
  *   eject the scheduler.
  *
+ * Parking (park.bpf.h): a CPU the agent parked gets nothing new and runs
+ * only what can run nowhere else.
+ *
  * Execution objects (fuse, split, tax, the lending bound) live in
  * exec_object.bpf.h; the hooks here call into it only for tagged tasks and
  * for CPUs lent to an object. SCX_OPS_ENQ_LAST is set so that a task
@@ -85,7 +88,8 @@ struct cpu_ctx {
 	s32	curr_pid;	/* scx task running here, 0 if none */
 	u8	running;	/* an scx task runs here */
 	u8	online;
-	u8	pad[2];
+	u8	parked;		/* parked by the agent (park.bpf.h) */
+	u8	pad;
 	u32	steal_start;	/* rotating start of the far steal window */
 	u32	drain;		/* offline, its queue not yet emptied (hotplug.bpf.h) */
 	u32	dying;		/* offline, the kernel may still wait for it to empty */
@@ -353,7 +357,7 @@ static void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx)
 }
 
 /*
- * An idle CPU @p may use that is not lent to an object, or -1. A lent CPU
+ * An idle CPU @p may use that is neither lent to an object nor parked, or -1. A lent CPU
  * idles on purpose, so the kernel's idle tracking hands it out like any
  * other; each one the picker returns here has its idle bit taken, which
  * keeps it out of later picks until it idles again after its object splits.
@@ -365,11 +369,13 @@ static s32 pick_idle_unlent(struct task_struct *p)
 
 	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS) {
 		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-		if (cpu < 0 || !cpu_borrowed(cpu))
+		if (cpu < 0 || !(cpu_borrowed(cpu) || cpu_ctx(cpu)->parked))
 			return cpu;
 	}
 	return -1;
 }
+
+#include "park.bpf.h"
 
 s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
@@ -381,7 +387,7 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	/* A task with an object belongs on its representative. */
 	cpu = tctx ? task_rep(p, tctx) : -1;
 	if (cpu >= 0) {
-		if (!cpu_borrowed(cpu) && scx_bpf_test_and_clear_cpu_idle(cpu))
+		if (!withheld(cpu) && scx_bpf_test_and_clear_cpu_idle(cpu))
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		return cpu;
 	}
@@ -391,7 +397,7 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 * A lent CPU looks idle but is not: prefer a really idle one. With none,
 	 * queue on the lent CPU and compete with the object there (enqueue).
 	 */
-	if (is_idle && cpu_borrowed(cpu)) {
+	if (is_idle && withheld(cpu)) {
 		s32 other = pick_idle_unlent(p);
 
 		if (other >= 0)
@@ -501,6 +507,13 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	if (rep >= 0) {
 		here = cpu == rep;
 		cpu = rep;
+	} else if (cpu_parked(cpu) && task_movable(p)) {
+		s32 other = pick_unparked(p, cpu);
+
+		if (other >= 0) {
+			here = false;
+			cpu = other;
+		}
 	}
 
 	/*
@@ -508,7 +521,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 * Keep it running, unless this CPU is lent to an object or the task
 	 * belongs on its representative.
 	 */
-	if ((enq_flags & SCX_ENQ_LAST) && here && !cpu_borrowed(cpu)) {
+	if ((enq_flags & SCX_ENQ_LAST) && here && !withheld(cpu)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
 		/*
 		 * Some kernels (6.16, 7.0) have already picked idle when they
@@ -635,6 +648,10 @@ static bool dispatch_cpu(s32 cpu)
 	/* A lent CPU runs only the kthreads bound to it (processor-proxy work). */
 	if (cpu_borrowed(cpu))
 		return dispatch_borrowed(cpu);
+	if (cpu_parked(cpu))
+		return dispatch_parked(cpu);
+	if (pull_parked(cpu))
+		return true;
 	if (dispatch_starved(cpu))
 		return true;
 	if (balance_pull(cpu, cpu_ctx(cpu)))
@@ -936,6 +953,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(chameleon_init)
 			cpu_ctx(cpu)->online = bpf_cpumask_test_cpu(cpu, online);
 	}
 	scx_bpf_put_cpumask(online);
+	proxy_check_abi();
 
 	bpf_for(cpu, 0, nr_cpus) {
 		ret = scx_bpf_create_dsq(cpu, -1);

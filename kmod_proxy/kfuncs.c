@@ -2,7 +2,7 @@
 /*
  * The kfuncs the scx_chameleon BPF scheduler calls.
  *
- * They are registered for struct_ops programs; the scheduler declares them
+ * They are registered for struct_ops and syscall programs; the scheduler declares them
  * __ksym __weak and checks bpf_ksym_exists(), so it loads without this module
  * and then simply does without proxies and emulation. It should check
  * chameleon_proxy_abi() too.
@@ -92,9 +92,15 @@ static const struct btf_kfunc_id_set chp_kfunc_set = {
 	.set	= &chp_kfunc_ids,
 };
 
-/* There is no unregistering: the set goes away with the module's BTF. */
+/*
+ * For the scheduler's callbacks, and for its syscall programs (the agent's
+ * park request splits objects through BPF_PROG_RUN, in process context).
+ * There is no unregistering: the sets go away with the module's BTF.
+ */
 int chp_kfuncs_register(void)
 {
 	return register_btf_kfunc_id_set(BPF_PROG_TYPE_STRUCT_OPS,
+					 &chp_kfunc_set) ?:
+	       register_btf_kfunc_id_set(BPF_PROG_TYPE_SYSCALL,
 					 &chp_kfunc_set);
 }

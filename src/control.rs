@@ -36,6 +36,15 @@ pub enum Op {
     Ping,
     /// Stream every event from now on, one JSON line each.
     Subscribe,
+    /// Park CPUs (a list like "2-3"): the scheduler stops using them at once;
+    /// the module, if loaded, takes them offline after `holdoff_ms`.
+    Park {
+        cpus: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        holdoff_ms: Option<u32>,
+    },
+    /// Give parked CPUs back.
+    Unpark { cpus: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,7 +85,7 @@ pub fn parse_request(data: &[u8]) -> Result<Request> {
         Some(v) => bail!("protocol version {v}: this agent speaks {VERSION}"),
         None => bail!("message has no protocol version \"v\""),
     }
-    serde_json::from_value(value).context("not a known request (ops: reload, ping)")
+    serde_json::from_value(value).context("not a known request (ops: reload, ping, subscribe, park, unpark)")
 }
 
 /// Read one line (up to MAX_MESSAGE + 1 bytes, to detect oversize), all of

@@ -22,6 +22,8 @@ pub mod event;
 pub mod metrics;
 pub mod node;
 pub mod node_manager;
+pub mod park;
+pub mod proxy;
 pub mod scheduler;
 pub mod steal;
 pub mod stats;

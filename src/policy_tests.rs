@@ -256,3 +256,15 @@ fn per_cpu_state_is_cache_line_sized() {
     assert_eq!(std::mem::size_of::<types::chameleon_cpu_stats>() % line, 0);
     assert_eq!(std::mem::align_of::<crate::bpf_intf::chameleon_cpu_stats>(), line);
 }
+
+/// The policy checks the module's ABI with its own copy of the version (it
+/// cannot include the module's UAPI header): the two must agree.
+#[test]
+fn policy_and_module_agree_on_the_proxy_abi() {
+    let header = include_str!("../kmod_proxy/chameleon_proxy.h");
+    let module: u32 = header
+        .lines()
+        .find_map(|l| l.strip_prefix("#define CHAMELEON_PROXY_ABI_VERSION")?.trim().parse().ok())
+        .expect("CHAMELEON_PROXY_ABI_VERSION in kmod_proxy/chameleon_proxy.h");
+    assert_eq!(crate::bpf_intf::chameleon_consts_CHAMELEON_PROXY_ABI, module);
+}

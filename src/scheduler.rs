@@ -52,6 +52,8 @@ pub struct Opts {
     pub status_path: std::path::PathBuf,
     /// The control socket.
     pub control_path: std::path::PathBuf,
+    /// Duty-cycle emulation of fused processors (needs chameleon_proxy).
+    pub emulate: Option<crate::proxy::Emulate>,
 }
 
 impl Default for Opts {
@@ -67,6 +69,7 @@ impl Default for Opts {
             max_level: bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_LEVEL,
             status_path: crate::status::DEFAULT_PATH.into(),
             control_path: crate::control::DEFAULT_PATH.into(),
+            emulate: None,
         }
     }
 }
@@ -104,6 +107,8 @@ pub struct Scheduler<'a> {
     /// Tags from --tag (in force for this run, on top of the stored ones).
     extra: Vec<(std::path::PathBuf, tag::Props)>,
     control: Server,
+    /// The companion module, if loaded (/dev/chameleon_proxy).
+    proxy: Option<crate::proxy::Proxy>,
     /// Latest counters, served on the scx_stats socket.
     metrics: std::sync::Arc<std::sync::Mutex<crate::metrics::Metrics>>,
     _stats_server: scx_stats::prelude::StatsServer<(), ()>,
@@ -129,7 +134,7 @@ fn write_steal_orders(map: &dyn MapCore, nr_cpus: usize) -> Result<()> {
 }
 
 /// CPU states and counters from the policy's .bss, for the status file.
-fn live_status(skel: &BpfSkel, nr_cpus: usize) -> crate::status::Live {
+fn live_status(skel: &BpfSkel, nr_cpus: usize, parked: Vec<usize>, module: Option<crate::status::ModuleStatus>) -> crate::status::Live {
     let bss = skel.maps.bss_data.as_ref().expect(".bss is mapped");
     let cpus = (0..nr_cpus)
         .map(|c| {
@@ -145,7 +150,7 @@ fn live_status(skel: &BpfSkel, nr_cpus: usize) -> crate::status::Live {
             crate::status::CpuStatus { cpu: c, online: bss.cpu_ctxs[c].online != 0, role: role.into(), with }
         })
         .collect();
-    crate::status::Live { cpus, counters: Some(totals(skel, nr_cpus)), ..Default::default() }
+    crate::status::Live { cpus, counters: Some(totals(skel, nr_cpus)), parked, module, ..Default::default() }
 }
 
 /// Write every cgroup's tag in force (stored ones and `extra`, inherited by
@@ -276,6 +281,13 @@ impl<'a> Scheduler<'a> {
             }
         }
         let manager = NodeManager::new(nodes, online_cpus()?, opts.max_level);
+        // The module as no agent left it: nothing parked, emulation off.
+        let proxy = crate::proxy::Proxy::open()?;
+        match (&proxy, opts.emulate) {
+            (Some(p), _) => p.reset()?,
+            (None, Some(_)) => bail!("--emulate needs the chameleon_proxy module ({} is missing: insmod chameleon_proxy.ko)", crate::proxy::DEVICE),
+            (None, None) => {}
+        }
 
         let control = Server::bind(&opts.control_path)?;
         let skel = scx_ops_load!(skel, chameleon_ops, uei)?;
@@ -285,6 +297,17 @@ impl<'a> Scheduler<'a> {
         let mut skel = skel;
         let struct_ops = Some(scx_ops_attach!(skel, chameleon_ops)?);
         report_verifier(&skel);
+        if let Some(p) = &proxy {
+            let kfuncs = skel.maps.bss_data.as_ref().is_some_and(|b| b.proxy_on);
+            info!(
+                "chameleon_proxy: {}",
+                if kfuncs { "processor proxies on (kfuncs bound)" } else { "loaded after the scheduler's load: park and emulation only, no proxies" }
+            );
+            if let Some(how) = opts.emulate {
+                p.emulate(Some(how))?;
+                info!("emulating fused processors: {how:?}");
+            }
+        }
         info!(
             "scx_chameleon attached: {} CPUs, slice {} us, min granularity {} us, lending bound {} ms",
             nr_cpus, opts.slice_us, opts.min_gran_us, opts.lend_wait_ms
@@ -297,6 +320,7 @@ impl<'a> Scheduler<'a> {
             assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path), opts.node_cpus.is_none()),
             extra,
             control,
+            proxy,
             metrics: metrics.clone(),
             _stats_server: crate::metrics::serve(metrics)?,
         })
@@ -329,8 +353,13 @@ impl<'a> Scheduler<'a> {
         // BPF reads tags_gen at every enqueue; only this loop writes it.
         let tags_gen: *mut u64 = &mut self.skel.maps.bss_data.as_mut().expect(".bss is mapped").tags_gen;
         let control = &self.control;
+        let proxy = &self.proxy;
+        let park_prog = &self.skel.progs.chameleon_park;
+        let nr_cpus = self.nr_cpus;
         let serve = |assign: &mut Assigner| {
             control.serve(|req| match &req.op {
+                Op::Park { cpus, holdoff_ms } => park_op(assign, assignments, park_prog, proxy.as_ref(), nr_cpus, cpus, Some(holdoff_ms.unwrap_or(crate::proxy::DEFAULT_HOLDOFF_MS))),
+                Op::Unpark { cpus } => park_op(assign, assignments, park_prog, proxy.as_ref(), nr_cpus, cpus, None),
                 Op::Ping => Response::ok(format!("scx_chameleon {} pid {}", env!("CARGO_PKG_VERSION"), std::process::id())),
                 // Answered by the server itself, which keeps the connection.
                 Op::Subscribe => Response::ok("subscribed"),
@@ -373,6 +402,7 @@ impl<'a> Scheduler<'a> {
         let mut last = start;
         let mut last_print = Instant::now();
         let mut last_status = Instant::now();
+        let mut module = None;
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             // EINTR from a signal is how SIGINT/SIGTERM reach us: not an error.
             // Short enough for a tag to apply within ~20 ms of its request.
@@ -390,11 +420,14 @@ impl<'a> Scheduler<'a> {
             let force = last_status.elapsed() >= Duration::from_secs(1);
             if force {
                 last_status = Instant::now();
+                let kfuncs = self.skel.maps.bss_data.as_ref().is_some_and(|b| b.proxy_on);
+                module = self.proxy.as_ref().and_then(|p| p.status(kfuncs).map_err(|e| warn!("chameleon_proxy STATS: {e:#}")).ok());
                 let dropped = self.skel.maps.bss_data.as_ref().map_or(0, |b| b.nr_events_dropped);
                 *self.metrics.lock().unwrap() =
                     crate::metrics::Metrics::from_totals(&totals(&self.skel, self.nr_cpus), dropped);
             }
-            assign.write_status(live_status(&self.skel, self.nr_cpus), force);
+            let parked = assign.parked().iter().copied().collect();
+            assign.write_status(live_status(&self.skel, self.nr_cpus, parked, module.clone()), force);
             if let Some(every) = stats_interval {
                 if last_print.elapsed() >= every {
                     let now = totals(&self.skel, self.nr_cpus);
@@ -422,6 +455,12 @@ impl<'a> Scheduler<'a> {
         // Detach before reading the exit info so that a SIGTERM exit reads as
         // "unregistered from user space" rather than "still running".
         self.struct_ops.take();
+        // Parked CPUs back, emulation off: nothing of ours outlives us.
+        if let Some(p) = &self.proxy {
+            if let Err(e) = p.reset() {
+                warn!("chameleon_proxy RESET at exit: {e:#}");
+            }
+        }
         uei_report!(&self.skel, uei)
     }
 }
@@ -432,4 +471,58 @@ impl Drop for Scheduler<'_> {
             info!("scx_chameleon detached");
         }
     }
+}
+
+/// `park` (`holdoff_ms` given) or `unpark` CPULIST: the policy's critical
+/// part (chameleon_park), then the module's (IRQs now, offline after the
+/// hold-off), then the node manager. Timed from the request's arrival.
+fn park_op(
+    assign: &mut Assigner,
+    map: &dyn MapCore,
+    prog: &libbpf_rs::ProgramMut<'_>,
+    proxy: Option<&crate::proxy::Proxy>,
+    nr_cpus: usize,
+    list: &str,
+    holdoff_ms: Option<u32>,
+) -> Response {
+    let park = holdoff_ms.is_some();
+    let cpus = match scx_utils::read_cpulist(list.trim()) {
+        Ok(c) => c,
+        Err(e) => return Response::err(format!("'{list}': not a CPU list ({e:#})")),
+    };
+    let online = online_cpus().unwrap_or_default();
+    if let Err(e) = crate::park::check(&cpus, park, &online, assign.parked(), nr_cpus) {
+        return Response::err(format!("{e:#}"));
+    }
+    let what = crate::park::list(&cpus);
+    let t0 = Instant::now();
+    if let Err(e) = crate::park::run_policy(prog, &cpus, park) {
+        return Response::err(format!("the policy's chameleon_park: {e:#}"));
+    }
+    let policy_ns = t0.elapsed().as_nanos() as u64;
+    let module = proxy.map(|p| match holdoff_ms {
+        Some(h) => p.park(&cpus, h),
+        None => p.unpark(&cpus),
+    });
+    if let Some(Err(e)) = &module {
+        // All or nothing: the policy's part is undone.
+        let _ = crate::park::run_policy(prog, &cpus, !park);
+        return Response::err(format!("chameleon_proxy: {e:#}"));
+    }
+    let total_us = t0.elapsed().as_micros();
+    assign.set_parked(map, &cpus, park);
+    let detail = match (module, holdoff_ms) {
+        (Some(Ok(m)), Some(h)) => format!(
+            "parked {what} in {total_us} us (policy {} us, module {} us); offline in {h} ms unless unparked",
+            policy_ns / 1000, m / 1000
+        ),
+        (Some(Ok(m)), None) => format!(
+            "unparked {what} in {total_us} us (policy {} us, module {} us); any the module took offline come back online now",
+            policy_ns / 1000, m / 1000
+        ),
+        (_, Some(_)) => format!("parked {what} in {total_us} us, in the scheduler only (no chameleon_proxy module: they stay online, idle)"),
+        (_, None) => format!("unparked {what} in {total_us} us"),
+    };
+    info!("{detail}");
+    Response::ok(detail)
 }

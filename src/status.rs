@@ -38,6 +38,39 @@ pub struct Live {
     pub counters: Option<Totals>,
     /// Owner cgroup of each object's task.
     pub owners: Vec<(i32, u64)>,
+    /// CPUs parked (`scx_chameleon park`).
+    pub parked: Vec<usize>,
+    /// The companion module's view, if it is loaded.
+    pub module: Option<ModuleStatus>,
+}
+
+/// What chameleon_proxy reports: processor proxies and the interruptions a
+/// lent CPU still took, parking latencies, emulation.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ModuleStatus {
+    /// The policy calls its kfuncs (it was loaded before the scheduler).
+    pub kfuncs: bool,
+    pub lends: u64,
+    pub reclaims: u64,
+    pub irqs_moved: u32,
+    pub managed_skipped: u64,
+    /// CPUs lent now: (cpu, proxied by).
+    pub proxies: Vec<(usize, i32)>,
+    /// Interruptions lent CPUs took while lent, all lends so far: device
+    /// IRQs, softirqs, IPIs, local timer.
+    pub lent_irqs: u64,
+    pub lent_softirqs: u64,
+    pub lent_ipis: u64,
+    pub lent_timers: u64,
+    pub park_critical_ns: u64,
+    pub park_physical_ns: u64,
+    pub unpark_critical_ns: u64,
+    pub unpark_physical_ns: u64,
+    /// CPUs the module took offline and still holds.
+    pub offlined: Vec<usize>,
+    /// Emulation category (low, med, high) if on, with each CPU's duty cycle in %.
+    pub emulate: Option<String>,
+    pub duty: Vec<u32>,
 }
 
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
@@ -60,6 +93,10 @@ pub struct Snapshot {
     pub tags: Vec<(u64, String)>,
     #[serde(default)]
     pub counters: Option<Totals>,
+    #[serde(default)]
+    pub parked: Vec<usize>,
+    #[serde(default)]
+    pub module: Option<ModuleStatus>,
 }
 
 pub struct Status {
@@ -90,6 +127,8 @@ impl Status {
             cpus: live.cpus.clone(),
             tags: live.tags.clone(),
             counters: live.counters,
+            parked: live.parked.clone(),
+            module: live.module.clone(),
         }
     }
 

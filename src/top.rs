@@ -474,6 +474,8 @@ mod tests {
                 cpus: vec![cpu(0, "rep", 141), cpu(1, "borrowed", 0), cpu(2, "native", -1), cpu(3, "idle", -1)],
                 tags: vec![(28, "v1 level=1 weight=1 tax=1.00 smt=any".into())],
                 counters: None,
+                parked: vec![],
+                module: None,
             }),
             ..Default::default()
         };

@@ -65,6 +65,13 @@ struct Cli {
     #[arg(long, value_name = "N", value_parser = parse_interval)]
     monitor: Option<f64>,
 
+    /// Emulate fused processors by duty cycles (needs the chameleon_proxy
+    /// module): every CPU runs part of the time, a fused representative more.
+    /// low 80/90/100 %, med 67/83/100 %, high 50/75/100 % (Chameleon Table 2)
+    /// for a plain CPU / level 1 / level 2.
+    #[arg(long, value_name = "low|med|high", value_parser = parse_emulate)]
+    emulate: Option<chameleon::proxy::Emulate>,
+
     /// Log level (error, warn, info, debug, trace).
     #[arg(long, default_value = "info")]
     log_level: String,
@@ -106,6 +113,21 @@ enum Cmd {
         /// One JSON object per line (the schema of `chameleon::event::Event`).
         #[arg(long)]
         json: bool,
+    },
+    /// Park CPUs (a list like 2-3,6): the scheduler stops using them at once;
+    /// with the chameleon_proxy module their IRQs move off them and they go
+    /// offline after the hold-off, unless unparked first.
+    Park {
+        cpus: String,
+        /// Milliseconds before the module takes them offline (0: at once; at
+        /// most 3600000).
+        #[arg(long, default_value_t = chameleon::proxy::DEFAULT_HOLDOFF_MS,
+              value_parser = clap::value_parser!(u32).range(0..=3_600_000))]
+        holdoff_ms: u32,
+    },
+    /// Give parked CPUs back (at once if they are still online).
+    Unpark {
+        cpus: String,
     },
     /// Show the objects of the running scheduler.
     Status {
@@ -155,6 +177,44 @@ fn print_status(snap: &chameleon::status::Snapshot) {
     if let Some(t) = &snap.counters {
         println!("counters: {t}");
     }
+    if !snap.parked.is_empty() {
+        println!("parked: {}", chameleon::park::list(&snap.parked));
+    }
+    if let Some(m) = &snap.module {
+        let proxies: Vec<String> = m.proxies.iter().map(|(c, by)| format!("{c}->{by}")).collect();
+        println!(
+            "module: kfuncs={} lends={} reclaims={} proxies=[{}] irqs_moved={} managed_skipped={}",
+            m.kfuncs, m.lends, m.reclaims, proxies.join(" "), m.irqs_moved, m.managed_skipped
+        );
+        println!(
+            "module: while lent: irqs={} softirqs={} ipis={} timers={}",
+            m.lent_irqs, m.lent_softirqs, m.lent_ipis, m.lent_timers
+        );
+        println!(
+            "module: park critical={} us physical={} us; unpark critical={} us physical={} us; offlined=[{}]",
+            m.park_critical_ns / 1000,
+            m.park_physical_ns / 1000,
+            m.unpark_critical_ns / 1000,
+            m.unpark_physical_ns / 1000,
+            chameleon::park::list(&m.offlined)
+        );
+        if let Some(e) = &m.emulate {
+            println!("module: emulate={e} duty={:?}", m.duty);
+        }
+    }
+}
+
+fn park_cmd(socket: &std::path::Path, op: chameleon::control::Op) -> Result<()> {
+    require_root("parking CPUs")?;
+    if !socket.exists() {
+        anyhow::bail!("scx_chameleon is not running ({} missing)", socket.display());
+    }
+    let r = chameleon::control::send(socket, op)?;
+    if !r.ok {
+        anyhow::bail!("{}", r.error.unwrap_or_default());
+    }
+    println!("{}", r.detail.unwrap_or_default());
+    Ok(())
 }
 
 fn require_root(what: &str) -> Result<()> {
@@ -265,6 +325,10 @@ fn parse_interval(s: &str) -> Result<f64, String> {
     }
 }
 
+fn parse_emulate(s: &str) -> Result<chameleon::proxy::Emulate, String> {
+    s.parse()
+}
+
 fn parse_tag(s: &str) -> Result<chameleon::tag::Tag, String> {
     chameleon::tag::parse_tag(s).map_err(|e| format!("{e:#}"))
 }
@@ -286,6 +350,10 @@ fn run() -> Result<()> {
         }
         Some(Cmd::Untag { cgroup }) => return untag_cmd(&cgroup, &cli.control_socket),
         Some(Cmd::Tags) => return tags_cmd(),
+        Some(Cmd::Park { cpus, holdoff_ms }) => {
+            return park_cmd(&cli.control_socket, chameleon::control::Op::Park { cpus, holdoff_ms: Some(holdoff_ms) })
+        }
+        Some(Cmd::Unpark { cpus }) => return park_cmd(&cli.control_socket, chameleon::control::Op::Unpark { cpus }),
         Some(Cmd::Events { json }) => return events_cmd(&cli.control_socket, json),
         Some(Cmd::Top) => return chameleon::top::run(&cli.control_socket, &cli.status_file),
         Some(Cmd::Metrics) => {
@@ -328,6 +396,7 @@ fn run() -> Result<()> {
         max_level: cli.max_level,
         status_path: cli.status_file,
         control_path: cli.control_socket,
+        emulate: cli.emulate,
     };
     opts.validate()?;
     // One agent at a time, held across restarts; taken before anything is

@@ -1,0 +1,218 @@
+//! The agent's side of the companion module (`kmod_proxy/`, /dev/chameleon_proxy):
+//! bulk parking of CPUs, duty-cycle emulation, and the module's counters
+//! (processor proxies and the interruptions lent CPUs still took).
+//!
+//! The policy reaches the module through kfuncs on its own (fuse and split
+//! lend and reclaim CPUs); the agent only drives what users ask for (park,
+//! unpark, --emulate) and reads the counters. Without the module every call
+//! here is skipped: parking is then the policy's alone (the CPUs stop being
+//! used but never go offline).
+
+use anyhow::{bail, Context, Result};
+use std::os::fd::AsRawFd;
+
+#[allow(non_camel_case_types, non_upper_case_globals, dead_code)]
+mod uapi {
+    include!(concat!(env!("OUT_DIR"), "/proxy_uapi.rs"));
+}
+pub use uapi::{chameleon_proxy_cpu_stats as CpuStats, chameleon_proxy_stats as Stats};
+
+pub const DEVICE: &str = "/dev/chameleon_proxy";
+/// How long a parked CPU stays online before the module takes it offline.
+/// An unpark within it costs nothing (no add_cpu(), tens of milliseconds);
+/// one second outlasts the node manager's reconcile and a burst of load, and
+/// still lets an idle machine shed its CPUs soon.
+pub const DEFAULT_HOLDOFF_MS: u32 = 1000;
+
+const MAGIC: u64 = 0xC7;
+const IOC_WRITE: u64 = 1;
+const IOC_READ: u64 = 2;
+
+/// The kernel's _IOC(): direction, size, type and number in one request code.
+const fn ioc(dir: u64, nr: u64, size: usize) -> u64 {
+    (dir << 30) | ((size as u64) << 16) | (MAGIC << 8) | nr
+}
+
+const IOC_INFO: u64 = ioc(IOC_READ, 0, std::mem::size_of::<uapi::chameleon_proxy_info>());
+const IOC_PARK: u64 = ioc(IOC_READ | IOC_WRITE, 1, std::mem::size_of::<uapi::chameleon_proxy_park>());
+const IOC_UNPARK: u64 = ioc(IOC_READ | IOC_WRITE, 2, std::mem::size_of::<uapi::chameleon_proxy_unpark>());
+const IOC_EMULATE: u64 = ioc(IOC_WRITE, 3, std::mem::size_of::<uapi::chameleon_proxy_emulate>());
+const IOC_STATS: u64 = ioc(IOC_READ | IOC_WRITE, 4, std::mem::size_of::<uapi::chameleon_proxy_stats>());
+const IOC_RESET: u64 = ioc(0, 5, 0);
+
+/// Emulated speed-up of fused objects (`--emulate`): the module's categories.
+/// Duty cycles (a plain CPU, a level-1 representative, level 2): low 80 %,
+/// 90 %, 100 %; med 67 %, 83 %, 100 %; high 50 %, 75 %, 100 % (Chameleon's
+/// Table 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emulate {
+    Low,
+    Med,
+    High,
+}
+
+impl std::str::FromStr for Emulate {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "low" => Ok(Emulate::Low),
+            "med" => Ok(Emulate::Med),
+            "high" => Ok(Emulate::High),
+            _ => Err(format!("'{s}': low, med or high")),
+        }
+    }
+}
+
+pub struct Proxy {
+    dev: std::fs::File,
+    nr_cpu_ids: u32,
+}
+
+impl Proxy {
+    /// The module's device, if it is loaded; an error if it is there but
+    /// speaks another ABI.
+    pub fn open() -> Result<Option<Proxy>> {
+        let dev = match std::fs::OpenOptions::new().read(true).write(true).open(DEVICE) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("opening {DEVICE}")),
+        };
+        let mut info = uapi::chameleon_proxy_info::default();
+        let mut proxy = Proxy { dev, nr_cpu_ids: 0 };
+        proxy.ioctl(IOC_INFO, &mut info).context("INFO")?;
+        if info.abi_version != uapi::CHAMELEON_PROXY_ABI_VERSION {
+            bail!("{DEVICE} speaks ABI {}, this agent {}", info.abi_version, uapi::CHAMELEON_PROXY_ABI_VERSION);
+        }
+        proxy.nr_cpu_ids = info.nr_cpu_ids;
+        Ok(Some(proxy))
+    }
+
+    fn ioctl<T>(&self, req: u64, arg: *mut T) -> Result<()> {
+        // SAFETY: `req` encodes the size of T, the struct the module reads or
+        // writes through `arg`, which points to a live T (or is null for RESET).
+        let r = unsafe { libc::ioctl(self.dev.as_raw_fd(), req as _, arg) };
+        if r < 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+        Ok(())
+    }
+
+    /// Every CPU unparked and back online, every lend ended, emulation off:
+    /// what the module looks like when no agent runs.
+    pub fn reset(&self) -> Result<()> {
+        self.ioctl::<u8>(IOC_RESET, std::ptr::null_mut()).context("RESET")
+    }
+
+    pub fn emulate(&self, how: Option<Emulate>) -> Result<()> {
+        let mut e = uapi::chameleon_proxy_emulate::default();
+        if let Some(how) = how {
+            e.on = 1;
+            e.category = match how {
+                Emulate::Low => uapi::CHAMELEON_PROXY_CAT_LOW,
+                Emulate::Med => uapi::CHAMELEON_PROXY_CAT_MED,
+                Emulate::High => uapi::CHAMELEON_PROXY_CAT_HIGH,
+            };
+        }
+        self.ioctl(IOC_EMULATE, &mut e).context("EMULATE")
+    }
+
+    fn mask(&self, cpus: &[usize]) -> Vec<u64> {
+        let mut words = vec![0u64; self.nr_cpu_ids.div_ceil(64) as usize];
+        for &c in cpus {
+            if let Some(w) = words.get_mut(c / 64) {
+                *w |= 1 << (c % 64);
+            }
+        }
+        words
+    }
+
+    /// PARK: returns the module's synchronous part in ns.
+    pub fn park(&self, cpus: &[usize], holdoff_ms: u32) -> Result<u64> {
+        let mut words = self.mask(cpus);
+        let mut p = uapi::chameleon_proxy_park {
+            mask: words.as_mut_ptr() as u64,
+            mask_words: words.len() as u32,
+            holdoff_ms,
+            ..Default::default()
+        };
+        self.ioctl(IOC_PARK, &mut p).context("PARK")?;
+        Ok(p.critical_ns)
+    }
+
+    /// UNPARK: returns the module's synchronous part in ns.
+    pub fn unpark(&self, cpus: &[usize]) -> Result<u64> {
+        let mut words = self.mask(cpus);
+        let mut u = uapi::chameleon_proxy_unpark {
+            mask: words.as_mut_ptr() as u64,
+            mask_words: words.len() as u32,
+            ..Default::default()
+        };
+        self.ioctl(IOC_UNPARK, &mut u).context("UNPARK")?;
+        Ok(u.critical_ns)
+    }
+
+    /// The module's counters and one entry per CPU id.
+    pub fn stats(&self) -> Result<(Stats, Vec<CpuStats>)> {
+        let mut cpus = vec![CpuStats::default(); self.nr_cpu_ids as usize];
+        let mut st = Stats {
+            cpus: cpus.as_mut_ptr() as u64,
+            nr_cpus: self.nr_cpu_ids,
+            cpu_size: std::mem::size_of::<CpuStats>() as u32,
+            ..Default::default()
+        };
+        self.ioctl(IOC_STATS, &mut st).context("STATS")?;
+        Ok((st, cpus))
+    }
+}
+
+impl Proxy {
+    /// The module's counters as `status` shows them.
+    pub fn status(&self, kfuncs: bool) -> Result<crate::status::ModuleStatus> {
+        let (st, cpus) = self.stats()?;
+        let mut m = crate::status::ModuleStatus {
+            kfuncs,
+            lends: st.lends,
+            reclaims: st.reclaims,
+            irqs_moved: st.irqs_moved,
+            managed_skipped: st.managed_skipped,
+            park_critical_ns: st.park_critical_ns,
+            park_physical_ns: st.park_physical_ns,
+            unpark_critical_ns: st.unpark_critical_ns,
+            unpark_physical_ns: st.unpark_physical_ns,
+            ..Default::default()
+        };
+        for (cpu, c) in cpus.iter().enumerate() {
+            if c.proxied_by >= 0 {
+                m.proxies.push((cpu, c.proxied_by));
+            }
+            m.lent_irqs += c.irqs + c.live_irqs;
+            m.lent_softirqs += c.softirqs + c.live_softirqs;
+            m.lent_ipis += c.ipis + c.live_ipis;
+            m.lent_timers += c.timers + c.live_timers;
+            if c.flags & uapi::CHAMELEON_PROXY_CPU_OFFLINED != 0 {
+                m.offlined.push(cpu);
+            }
+        }
+        if st.emulate_on != 0 {
+            m.emulate = Some(["low", "med", "high"].get(st.emulate_category as usize).unwrap_or(&"?").to_string());
+            m.duty = cpus.iter().map(|c| c.duty_pct).collect();
+        }
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_codes_are_the_kernels() {
+        // _IOR(0xC7, 0, 16-byte struct), _IO(0xC7, 5): as the C header's
+        // macros compute them (checked against proxy_ctl's values).
+        assert_eq!(std::mem::size_of::<uapi::chameleon_proxy_info>(), 16);
+        assert_eq!(IOC_INFO, 0x8010_C700);
+        assert_eq!(IOC_RESET, 0x0000_C705);
+        assert_eq!(IOC_PARK >> 30, 3);
+        assert_eq!(IOC_EMULATE >> 30, 1);
+    }
+}
