@@ -32,7 +32,7 @@ SOAK_CPUS ?= 8
 SOAK_SOCKETS ?= 2
 soak:
 	scripts/build.sh
-	tests/vm/run --no-build --cpus $(SOAK_CPUS) --sockets $(SOAK_SOCKETS) --timeout $$(( $(SOAK_S) + 300 )) -- env SOAK_S=$(SOAK_S) soak.sh
+	tests/vm/run --no-build --cpus $(SOAK_CPUS) --sockets $(SOAK_SOCKETS) --timeout $$(( $(SOAK_S) + 600 )) -- env SOAK_S=$(SOAK_S) soak.sh
 
 clean:
 	scripts/in-root --bind "$(CURDIR)" -- make -s -C /usr/src/linux-headers-$$(. scripts/config.sh; echo $$KVER) M="$(CURDIR)/kmod_proxy" clean

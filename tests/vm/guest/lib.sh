@@ -59,7 +59,8 @@ start_agent() {
 		if [ ! -e /proc/$AGENT_PID ] || grep -q '^State:.*[ZX]' /proc/$AGENT_PID/status 2>/dev/null; then
 			fail "the agent exited before the scheduler was enabled"
 		fi
-		[ $(( $(now_ms) - t0 )) -lt ${AGENT_START_MS:-30000} ] || fail "scheduler not enabled within ${AGENT_START_MS:-30000} ms"
+		[ $(( $(now_ms) - t0 )) -lt ${AGENT_START_MS:-30000} ] ||
+			fail "scheduler not enabled within ${AGENT_START_MS:-30000} ms (state $(state)); agent log: $(tail -n 5 "$AGENT_LOG" | tr '\n' '|')"
 		usleep 10000
 	done
 	ops_is_chameleon || fail "root/ops is '$(ops)', not chameleon"
