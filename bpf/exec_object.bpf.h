@@ -24,10 +24,12 @@
  *   (split reason "bound"), whatever the vtimes say, and the CPU is not lent
  *   again for one slice, so the waiter runs;
  * - an object lives only while its owner runs on its representative: it is
- *   split when the owner blocks, is preempted with slice left (a higher
- *   class, a migration), runs elsewhere, exits or loses its tag;
+ *   split when the owner blocks, is taken off by a higher class (not the
+ *   emulation's idle injection: cpu_release) or by another task (not a
+ *   kthread bound there), runs elsewhere, exits or loses its tag;
  * - a guard timer checks both every CHAMELEON_GUARD_NS even if no hook of
- *   the object's CPUs runs, and frees a CPU whose lender is gone.
+ *   the object's CPUs runs (an owner off its representative that long is
+ *   split), and frees a CPU whose lender is gone.
  *
  * Concurrency: only the representative CPU fuses (in running()). A split may
  * be decided on any CPU; FUSED -> SPLITTING is a compare-and-swap on the
@@ -88,6 +90,7 @@ struct rep_ctx {
 	u64	fused_at;
 	u64	split_at;
 	u64	charged_until;		/* tax charged up to here */
+	u64	owner_off_at;		/* the owner stopped, runnable (0: it runs) */
 	s32	cpus[CHAMELEON_OBJ_MAX_CPUS];
 } __attribute__((aligned(CHAMELEON_CACHELINE)));
 
@@ -538,6 +541,56 @@ static void unborrow(struct chameleon_assignment *a, s32 rep, u32 upto)
 }
 
 /*
+ * Positions of object @a (bit i: cpus[i]) that @tctx's virtual threads may
+ * take at @now; a CPU already lent to @rep counts as taken.
+ */
+static __noinline u32 borrowable(struct task_ctx *tctx,
+				 struct chameleon_assignment *a, s32 rep, u64 now)
+{
+	u32 i, ok = 0, nr = a->nr_cpus;
+	s32 c;
+
+	for_each_lent(i, c, a->cpus, nr) {
+		struct cpu_ctx *cc = cpu_ctx(c);
+		u64 other = 0;
+		bool busy;
+
+		if (cc->borrowed_by == rep + 1) {
+			ok |= 1U << i;
+			continue;
+		}
+		/* Lent elsewhere, parked, a representative itself, or owed to its waiters. */
+		if (cc->borrowed_by || cc->parked || reps[CPU_IDX(c)].state != REP_NATIVE ||
+		    chameleon_vtime_before(now, cc->lend_block_until))
+			continue;
+		busy = cpu_competitor_vtime(c, cc, now, &other);
+		if (chameleon_may_borrow(cc->online, !busy, tctx->vruntimes[i], other))
+			ok |= 1U << i;
+	}
+	return ok;
+}
+
+/*
+ * The owner of a partial object (§4.3.1: the largest prefix that qualified)
+ * runs on @cpu again: if more of its CPUs qualify now, split so that the
+ * fuse that follows takes them. Not before the minimum granularity, so a
+ * CPU that frees and fills again does not make the object flap.
+ */
+static void grow_partial(struct task_ctx *tctx, struct chameleon_assignment *a,
+			 s32 cpu, s32 pid)
+{
+	struct rep_ctx *rc = rep_ctx(cpu);
+	u64 now = bpf_ktime_get_ns();
+
+	if (!rc || rc->state != REP_FUSED || rc->owner != pid ||
+	    rc->generation != a->generation || rc->nr_cpus >= a->nr_cpus ||
+	    a->nr_cpus > CHAMELEON_OBJ_MAX_CPUS || now - rc->fused_at < min_gran_ns)
+		return;
+	if (chameleon_fuse_size(a->nr_cpus, borrowable(tctx, a, cpu, now)) > rc->nr_cpus)
+		split(cpu, CHAMELEON_SPLIT_GROW);
+}
+
+/*
  * @p starts running on @cpu, its representative: fuse as much of its object
  * @a (a private copy) as its virtual threads allow (§4.3.1).
  */
@@ -547,27 +600,13 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	struct rep_ctx *rc = rep_ctx(cpu);
 	struct chameleon_cpu_stats *st = stats_here();
 	u64 t0 = bpf_ktime_get_ns();
-	u32 i, ok = 0, size, pending = 0, nr = a->nr_cpus, seq;
+	u32 i, ok, size, pending = 0, nr = a->nr_cpus, seq;
 	s32 c;
 
 	if (!rc || rc->state != REP_NATIVE || nr > CHAMELEON_OBJ_MAX_CPUS)
 		return;
 
-	for_each_lent(i, c, a->cpus, nr) {
-		struct cpu_ctx *cc = cpu_ctx(c);
-		u64 other = 0;
-		bool busy;
-
-		/* Lent elsewhere, parked, a representative itself, or owed to its waiters. */
-		if (cc->borrowed_by || cc->parked || reps[CPU_IDX(c)].state != REP_NATIVE ||
-		    chameleon_vtime_before(t0, cc->lend_block_until))
-			continue;
-		busy = cpu_competitor_vtime(c, cc, t0, &other);
-		if (chameleon_may_borrow(cc->online, !busy,
-					 tctx->vruntimes[i],
-					 other))
-			ok |= 1U << i;
-	}
+	ok = borrowable(tctx, a, cpu, t0);
 	size = chameleon_fuse_size(nr, ok);
 	if (size < 2) {
 		if (st)
@@ -595,6 +634,7 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	rc->owner_cgid = task_cgroup_id(p);
 	rc->fused_at = t0;
 	rc->charged_until = t0;
+	rc->owner_off_at = 0;
 	rc->decision_at = t0;
 	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS)
 		rc->cpus[i] = i < size ? a->cpus[i] : -1;
@@ -758,6 +798,21 @@ static void place_vthreads(struct task_ctx *tctx, struct chameleon_assignment *a
  * freed; a CPU going offline is seen through (hotplug.bpf.h). Off the
  * scheduling path, so a walk of the CPUs is fine here.
  */
+/*
+ * How long the owner of a FUSED object has not been running on it: since
+ * it last stopped there still runnable (an injected idle period, a slice
+ * end), or since the fuse if it never stopped. Not exact when it stopped
+ * and got back since (the guard then sees a running owner anyway).
+ */
+static u64 owner_away_ns(struct rep_ctx *rc, u64 now)
+{
+	u64 since = rc->owner_off_at;
+
+	if (!since || chameleon_vtime_before(since, rc->fused_at))
+		since = rc->fused_at;
+	return now - since;
+}
+
 static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 {
 	u64 now = bpf_ktime_get_ns();
@@ -772,7 +827,8 @@ static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 			break;
 		cc = cpu_ctx(cpu);
 		if (rc->state == REP_FUSED) {
-			if (cc->curr_pid != rc->owner && now - rc->fused_at > CHAMELEON_GUARD_NS)
+			if (cc->curr_pid != rc->owner &&
+			    owner_away_ns(rc, now) > CHAMELEON_GUARD_NS)
 				split(cpu, CHAMELEON_SPLIT_MIGRATE);
 			else if (lend_due(rc, now))
 				split(cpu, CHAMELEON_SPLIT_BOUND);

@@ -84,6 +84,7 @@ enum chameleon_split_reason {
 	CHAMELEON_SPLIT_RETAG		= 7,	/* its object was taken away or changed */
 	CHAMELEON_SPLIT_BOUND		= 8,	/* a waiter on a lent CPU reached the lending bound */
 	CHAMELEON_SPLIT_MIGRATE		= 9,	/* the fused task left its representative */
+	CHAMELEON_SPLIT_GROW		= 10,	/* a partial object refused whole (its CPUs came free) */
 };
 
 /* Kinds of event sent through the ring buffer to the agent. */
@@ -157,6 +158,7 @@ struct chameleon_cpu_stats {
 	u64	nr_split;	/* splits decided on this CPU */
 	u64	nr_proxy_served; /* per-CPU kthreads run while this CPU was borrowed */
 	u64	nr_bound_splits; /* objects split because a waiter hit the lending bound */
+	u64	nr_kthread_keeps; /* fused owner preempted by a bound kthread, object kept */
 	/*
 	 * Untagged tasks made runnable minus those that stopped being, counted
 	 * on the CPU whose runqueue held them then (under its lock). One CPU's

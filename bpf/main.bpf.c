@@ -24,6 +24,10 @@
  * - dispatch: the head of this CPU's queue, else steal: SMT siblings first,
  *   then a bounded, rotating window of the rest in topology order.
  * - running/stopping: advance the CPU's clock; charge delta * 100 / weight.
+ * - cpu_release: a higher class took the CPU; its local queue goes back to
+ *   enqueue (others may steal it), unless the taker is a kthread bound there
+ *   (kmod_proxy's idle injection, which only makes the CPU slower; the
+ *   stopper), whose turn is short.
  * - cpu_online/cpu_offline: split objects the CPU was part of, report the
  *   event, and see the CPU's way down through (hotplug.bpf.h: its queue
  *   drained, the CPU kicked until the kernel no longer waits for it).
@@ -717,15 +721,25 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 	/* Its object lives on its representative only. */
 	if (tctx->fused_rep && tctx->fused_rep - 1 != cpu)
 		split_owned(tctx, p->pid, CHAMELEON_SPLIT_MIGRATE);
-	if (rc->state == REP_FUSED && rc->owner != p->pid)
+	/*
+	 * Another task took the representative: split. Not for a kthread bound
+	 * here (a kworker, ksoftirqd): its turn is short and it could not run
+	 * elsewhere anyway, so the object waits for its owner through it, as
+	 * a lent CPU serves such kthreads without a split; the guard timer
+	 * splits if the owner stays away for CHAMELEON_GUARD_NS.
+	 */
+	if (rc->state == REP_FUSED && rc->owner != p->pid && !is_pcpu_kthread(p))
 		split(cpu, CHAMELEON_SPLIT_PREEMPT);
 	/* Tax and fused time accrue only while the owner runs (stopping charged the rest). */
-	if (rc->owner == p->pid)
+	if (rc->owner == p->pid) {
 		rc->charged_until = now;
+		rc->owner_off_at = 0;
+	}
 	if (tctx->tagged && assignment_of(p, &a) && a.cpus[0] == cpu &&
 	    a.nr_cpus >= 2) {
 		if (tctx->assign_gen != a.generation)
 			place_vthreads(tctx, &a);
+		grow_partial(tctx, &a, cpu, p->pid);
 		try_fuse(p, tctx, &a, cpu);
 	}
 }
@@ -789,17 +803,18 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 	rc = &reps[CPU_IDX(cpu)];
 	if (rc->owner == p->pid) {
 		/*
-		 * The object lives while its owner runs here. It blocked, is
-		 * being moved (a property change dequeues it), or something
-		 * else took the CPU with slice left (a higher class, a kick):
-		 * give the CPUs back now. A slice that simply ended keeps it:
-		 * the owner usually runs on, and running() of anyone else
-		 * splits it.
+		 * The object lives while its owner runs here. It blocked or
+		 * is being moved (a property change dequeues it): give the
+		 * CPUs back now. Otherwise the next task decides: another of
+		 * ours splits it in running(), a higher class in
+		 * cpu_release() (which the kernel calls right after this),
+		 * and the owner itself, its slice renewed or its preemption
+		 * over, carries on fused.
 		 */
 		if (!runnable)
 			split(cpu, CHAMELEON_SPLIT_SLEEP);
-		else if (p->scx.slice)
-			split(cpu, CHAMELEON_SPLIT_PREEMPT);
+		else
+			rc->owner_off_at = now;
 		charge_tax(p, tctx, rc, now);
 	}
 	/* A CPU-bound task never wakes: its lost DEMAND is retried here. */
@@ -809,6 +824,35 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 		if (!bpf_map_lookup_elem(&assignments, &pid))
 			redemand_if_lost(p, tctx);
 	}
+}
+
+/*
+ * A higher class (RT, deadline, stop) takes @cpu from us. A kthread bound
+ * here changes nothing: kmod_proxy's idle injection (idle_inject/N: the
+ * emulation makes the CPU slower, it does not take it away), the stopper
+ * (the soft-lockup watchdog's every 4 s), a threaded interrupt. Their turns
+ * are short, the object (an injected idle period is its emulated speed) and
+ * the local queue stay, and the guard timer splits if the owner stays away
+ * for CHAMELEON_GUARD_NS. Anyone else may hold the CPU for long: a fused
+ * owner gives its CPUs back (they would idle for nothing), and the tasks in
+ * the local queue go back to enqueue, where an idle CPU can steal them, as
+ * scx schedulers do.
+ */
+void BPF_STRUCT_OPS(chameleon_cpu_release, s32 cpu,
+		    struct scx_cpu_release_args *args)
+{
+	struct task_struct *next = args->task;
+	struct rep_ctx *rc = rep_ctx(cpu);
+	bool fused = rc && rc->state == REP_FUSED;
+
+	if (next && is_pcpu_kthread(next)) {
+		if (fused)
+			cpu_stats[CPU_IDX(cpu)].nr_kthread_keeps++;
+		return;
+	}
+	if (fused)
+		split(cpu, CHAMELEON_SPLIT_PREEMPT);
+	scx_bpf_reenqueue_local();
 }
 
 /* Allocate the task's context where sleeping is allowed (fork, attach). */
@@ -986,6 +1030,7 @@ SCX_OPS_DEFINE(chameleon_ops,
 	       .disable		= (void *)chameleon_disable,
 	       .cgroup_init	= (void *)chameleon_cgroup_init,
 	       .cgroup_exit	= (void *)chameleon_cgroup_exit,
+	       .cpu_release	= (void *)chameleon_cpu_release,
 	       .cpu_online	= (void *)chameleon_cpu_online,
 	       .cpu_offline	= (void *)chameleon_cpu_offline,
 	       .dump		= (void *)chameleon_dump,

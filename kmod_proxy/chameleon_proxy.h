@@ -98,7 +98,7 @@ struct chameleon_proxy_cpu_stats {
 	__u32 nr_proxying;	/* CPUs lent to this one */
 	__u32 duty_pct;		/* emulated runnable share, 0 = not emulated */
 	__u32 level;		/* last chameleon_proxy_speed() level */
-	__u32 pad;
+	__s32 idle_adjust_us;	/* emulation: idle period correction (timer lag) */
 	/* Interruptions counted while the CPU was lent, over finished lends */
 	__u64 irqs;		/* device interrupts */
 	__u64 softirqs;

@@ -19,6 +19,20 @@
  * records the level and raises an irq_work, whose work item applies it under
  * chp_mutex (idle_inject_stop() sleeps). 100 % means the injection stops.
  *
+ * Compensation: the shares above are what a CPU must deliver, and idle_inject
+ * only sets the length of each idle period, not how long the CPU really
+ * spends in it. Where timers fire late or the CPU itself stalls (a virtual
+ * CPU its host deschedules: TCG, an overcommitted hypervisor), idle periods
+ * overrun or are skipped: under TCG a spinner got 30-39 % of a CPU set to
+ * 50 %. So every CHP_EMUL_ADJUST_MS we compare the share of time each
+ * injecting CPU really spent injected (the injection thread's CPU time, as
+ * the scheduler accounts it: play_idle() runs in that thread) with the share
+ * asked for, and correct the length of its idle periods by half the
+ * difference (an integral step that settles in a few windows without
+ * ringing), within [1/4, 3] times the nominal length. /proc/stat cannot be
+ * the measure: it counts the injected idle partly as idle, partly as the
+ * thread's system time.
+ *
  * CPU hotplug: idle_inject wakes its threads on online CPUs only, so a device
  * whose CPU goes offline just idles and resumes when the CPU comes back; its
  * smpboot thread exists from the CPU's first online on, which is all that
@@ -32,6 +46,8 @@
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/idle_inject.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/irq_work.h>
 #include <linux/percpu.h>
 #include <linux/string.h>
@@ -51,6 +67,8 @@ MODULE_IMPORT_NS("IDLE_INJECT");
  */
 #define CHP_EMUL_PERIOD_US	10000
 #define CHP_EMUL_LEVELS		3
+/* 20 periods: enough to average one period's jitter out, quick to settle. */
+#define CHP_EMUL_ADJUST_MS	200
 
 static const u8 chp_duty[][CHP_EMUL_LEVELS] = {
 	[CHAMELEON_PROXY_CAT_LOW]	= { 80, 90, 100 },
@@ -64,6 +82,10 @@ struct chp_emul_cpu {
 	bool injecting;			/* idle_inject_start() done */
 	bool failed;			/* no device could be had */
 	u32 level;			/* wanted; written by the kfunc */
+	int adjust_pm;			/* idle period correction, per mille */
+	struct task_struct *thread;	/* idle_inject/N, referenced */
+	u64 inj_ns;			/* its CPU time at the last adjustment */
+	u64 at_ns;			/* when that was sampled, 0 = not yet */
 };
 
 static DEFINE_PER_CPU(struct chp_emul_cpu, chp_emul_cpu);
@@ -73,6 +95,28 @@ static u32 chp_emul_cat;	/* under chp_mutex */
 static u64 chp_emul_failures;	/* under chp_mutex */
 static cpumask_var_t chp_emul_one;	/* idle_inject_register()'s argument */
 static int chp_emul_hp_state;
+
+/*
+ * The injection thread of @cpu (idle_inject's per-CPU smpboot thread, which
+ * exists from the CPU's first online on), referenced; NULL if not found.
+ * Looked up once per device, off any hot path.
+ */
+static struct task_struct *chp_emul_find_thread(int cpu)
+{
+	char comm[TASK_COMM_LEN];
+	struct task_struct *p, *found = NULL;
+
+	snprintf(comm, sizeof(comm), "idle_inject/%d", cpu);
+	rcu_read_lock();
+	for_each_process(p) {
+		if ((p->flags & PF_KTHREAD) && !strcmp(p->comm, comm)) {
+			found = get_task_struct(p);
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return found;
+}
 
 static int chp_emul_attach(int cpu)
 {
@@ -91,7 +135,10 @@ static int chp_emul_attach(int cpu)
 		return -EBUSY;
 	}
 	ec->duty = 100;
+	ec->adjust_pm = 0;
 	ec->injecting = false;
+	if (!ec->thread)
+		ec->thread = chp_emul_find_thread(cpu);
 	return 0;
 }
 
@@ -100,6 +147,10 @@ static void chp_emul_detach(int cpu)
 	struct chp_emul_cpu *ec = per_cpu_ptr(&chp_emul_cpu, cpu);
 
 	ec->failed = false;
+	if (ec->thread) {
+		put_task_struct(ec->thread);
+		ec->thread = NULL;
+	}
 	if (!ec->ii)
 		return;
 	idle_inject_unregister(ec->ii);	/* stops the injection first */
@@ -108,30 +159,65 @@ static void chp_emul_detach(int cpu)
 	ec->injecting = false;
 }
 
+/* Nominal idle period at @duty, in us. */
+static int chp_emul_nominal_us(unsigned int duty)
+{
+	return CHP_EMUL_PERIOD_US * (100 - duty) / 100;
+}
+
+/* The correction at the current duty, in us. */
+static int chp_emul_adjust_us(struct chp_emul_cpu *ec)
+{
+	return chp_emul_nominal_us(ec->duty) * ec->adjust_pm / 1000;
+}
+
+/* ec->duty < 100 */
+static void chp_emul_set_duration(struct chp_emul_cpu *ec)
+{
+	int idle_us = chp_emul_nominal_us(ec->duty);
+
+	idle_inject_set_duration(ec->ii, CHP_EMUL_PERIOD_US - idle_us,
+				 idle_us + chp_emul_adjust_us(ec));
+}
+
+/*
+ * Start a fresh measurement window (the duty changed, injection began). The
+ * correction is kept, in proportion to the idle period (the overrun it
+ * corrects is a share of each period: about -35 % at 50 % and at 75 % under
+ * TCG), so a representative fused again needs no new settling.
+ */
+static void chp_emul_rebase(struct chp_emul_cpu *ec)
+{
+	ec->at_ns = 0;
+	if (ec->thread) {
+		ec->inj_ns = READ_ONCE(ec->thread->se.sum_exec_runtime);
+		ec->at_ns = ktime_get_ns();
+	}
+}
+
 static void chp_emul_apply(int cpu)
 {
 	struct chp_emul_cpu *ec = per_cpu_ptr(&chp_emul_cpu, cpu);
-	unsigned int duty, run_us;
+	unsigned int duty;
 
 	if (!ec->ii)
 		return;
 	duty = chp_duty[chp_emul_cat][READ_ONCE(ec->level)];
 	if (duty == ec->duty)
 		return;
+	ec->duty = duty;
+	chp_emul_rebase(ec);
 	if (duty >= 100) {
 		if (ec->injecting)
 			idle_inject_stop(ec->ii);
 		ec->injecting = false;
 	} else {
-		run_us = CHP_EMUL_PERIOD_US * duty / 100;
-		idle_inject_set_duration(ec->ii, run_us,
-					 CHP_EMUL_PERIOD_US - run_us);
+		chp_emul_set_duration(ec);
 		/* Fails only for a zero period, which we never set. */
 		if (!ec->injecting && idle_inject_start(ec->ii))
 			return;
 		ec->injecting = true;
 	}
-	ec->duty = duty;
 }
 
 /* Devices for CPUs that came online since, levels applied. */
@@ -143,6 +229,50 @@ static void chp_emul_sync_locked(void)
 		chp_emul_attach(cpu);
 	for_each_possible_cpu(cpu)
 		chp_emul_apply(cpu);
+}
+
+/* One CPU's correction (see the top of this file). */
+static void chp_emul_adjust_cpu(struct chp_emul_cpu *ec)
+{
+	s64 nominal_us = chp_emul_nominal_us(ec->duty);
+	u64 inj_ns, now = ktime_get_ns();
+	s64 wall_ns, want_ns, step_us;
+
+	if (!ec->injecting || !ec->at_ns)
+		return;
+	wall_ns = now - ec->at_ns;
+	if (wall_ns < CHP_EMUL_ADJUST_MS * NSEC_PER_MSEC / 2)
+		return;
+	inj_ns = READ_ONCE(ec->thread->se.sum_exec_runtime);
+	want_ns = div64_s64(wall_ns * (100 - ec->duty), 100);
+	/*
+	 * Half of what was injected too little (or too much) over the window,
+	 * as a share of one period: added to (or taken from) each idle period.
+	 */
+	step_us = div64_s64((want_ns - (s64)(inj_ns - ec->inj_ns)) *
+			    CHP_EMUL_PERIOD_US, 2 * wall_ns);
+	ec->adjust_pm = clamp_t(s64, ec->adjust_pm +
+				div64_s64(step_us * 1000, nominal_us), -750, 2000);
+	ec->inj_ns = inj_ns;
+	ec->at_ns = now;
+	chp_emul_set_duration(ec);
+}
+
+static void chp_emul_adjust_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(chp_emul_adjust_work, chp_emul_adjust_fn);
+
+static void chp_emul_adjust_fn(struct work_struct *work)
+{
+	int cpu;
+
+	mutex_lock(&chp_mutex);
+	if (chp_emul_on) {
+		for_each_online_cpu(cpu)
+			chp_emul_adjust_cpu(per_cpu_ptr(&chp_emul_cpu, cpu));
+		queue_delayed_work(system_unbound_wq, &chp_emul_adjust_work,
+				   msecs_to_jiffies(CHP_EMUL_ADJUST_MS));
+	}
+	mutex_unlock(&chp_mutex);
 }
 
 static void chp_emul_work_fn(struct work_struct *work)
@@ -221,6 +351,8 @@ long chp_emulate(struct chameleon_proxy_emulate *arg)
 	chp_emul_cat = arg->category;
 	WRITE_ONCE(chp_emul_on, true);
 	chp_emul_sync_locked();
+	queue_delayed_work(system_unbound_wq, &chp_emul_adjust_work,
+			   msecs_to_jiffies(CHP_EMUL_ADJUST_MS));
 out:
 	mutex_unlock(&chp_mutex);
 	return ret;
@@ -240,6 +372,7 @@ void chp_emulate_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs)
 
 	lockdep_assert_held(&chp_mutex);
 	cs->duty_pct = ec->duty;
+	cs->idle_adjust_us = ec->injecting ? chp_emul_adjust_us(ec) : 0;
 	cs->level = READ_ONCE(ec->level);
 }
 
@@ -266,6 +399,7 @@ void chp_emulate_quiesce(void)
 	cpuhp_remove_state_nocalls(chp_emul_hp_state);
 	irq_work_sync(&chp_emul_irq_work);
 	cancel_work_sync(&chp_emul_work);
+	cancel_delayed_work_sync(&chp_emul_adjust_work);
 }
 
 /* Module exit, after the final reset turned the emulation off. */

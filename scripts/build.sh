@@ -40,7 +40,7 @@ mkdir -p "$CACHE_DIR"
 # its binary at the shared path.
 (
 	flock 9
-	"$here/cargo-in-root" build --workspace --release ${CARGO_QUIET:+-q}
+	CHAMELEON_TARGET_LOCKED=1 "$here/cargo-in-root" build --workspace --release ${CARGO_QUIET:+-q}
 	cp "$target/release/scx_chameleon" "$out/scx_chameleon.new"
 	mv -f "$out/scx_chameleon.new" "$out/scx_chameleon"
 ) 9>"$CACHE_DIR/target.lock"

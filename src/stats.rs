@@ -18,6 +18,10 @@ pub struct Totals {
     pub fuse_denied: u64,
     pub split: u64,
     pub proxy_served: u64,
+    /// Fused owners a higher-class kthread bound to their CPU preempted (the
+    /// emulation's idle injection, the stopper), object kept.
+    #[serde(default)]
+    pub kthread_keeps: u64,
 }
 
 impl Totals {
@@ -34,6 +38,7 @@ impl Totals {
             fuse_denied: t.fuse_denied.wrapping_add(s.nr_fuse_denied),
             split: t.split.wrapping_add(s.nr_split),
             proxy_served: t.proxy_served.wrapping_add(s.nr_proxy_served),
+            kthread_keeps: t.kthread_keeps.wrapping_add(s.nr_kthread_keeps),
         })
     }
 
@@ -52,6 +57,7 @@ impl Totals {
             fuse_denied: self.fuse_denied.wrapping_sub(earlier.fuse_denied),
             split: self.split.wrapping_sub(earlier.split),
             proxy_served: self.proxy_served.wrapping_sub(earlier.proxy_served),
+            kthread_keeps: self.kthread_keeps.wrapping_sub(earlier.kthread_keeps),
         }
     }
 }
@@ -60,7 +66,7 @@ impl fmt::Display for Totals {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "enq={} direct={} dispatch={} steal={} kick={} busy={}ms fuse={} partial={} denied={} split={} proxy={}",
+            "enq={} direct={} dispatch={} steal={} kick={} busy={}ms fuse={} partial={} denied={} split={} proxy={} kthread_kept={}",
             self.enqueued,
             self.direct,
             self.dispatched,
@@ -71,7 +77,8 @@ impl fmt::Display for Totals {
             self.partial,
             self.fuse_denied,
             self.split,
-            self.proxy_served
+            self.proxy_served,
+            self.kthread_keeps
         )
     }
 }

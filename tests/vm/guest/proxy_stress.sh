@@ -1,0 +1,148 @@
+#!/bin/sh
+# chameleon_proxy under the scheduler, checked from the kernel's side
+# (/proc/irq, /proc/interrupts, the online mask, sched_ext's state):
+# - 10,000 fuse/split cycles through the module (a tagged task that wakes
+#   and sleeps every millisecond, each wake fusing CPU 1 into CPU 0's object
+#   and each sleep splitting it, a device IRQ on CPU 1 redirected and
+#   restored each time): afterwards every /proc/irq/*/smp_affinity_list is
+#   exactly what it was before;
+# - a device IRQ that fires on a lent CPU is counted (as /proc/interrupts
+#   counts it there);
+# - 100,000 random ioctls while the scheduler runs: errors only (a WARN or
+#   oops fails the run in the runner), the scheduler stays enabled;
+# - rmmod during a fused object: refused while the policy holds the module,
+#   nothing changes; the agent killed (-9) mid-object, rmmod then restores
+#   the IRQ it had moved;
+# - rmmod during a pending offline (park with a long hold-off): every CPU
+#   stays online, the IRQ comes back, nothing offlined.
+. /opt/chameleon/guest/lib.sh
+
+ko=/opt/chameleon/chameleon_proxy.ko
+irq=4	# ttyS0: every printed line interrupts (an IO-APIC IRQ moves at its next one)
+stat_of() { proxy_ctl stats | sed -n "s/^$1=//p"; }
+cpu_stat() { proxy_ctl stats | sed -n "s/^cpu=$1 .* $2=\([0-9-]*\).*/\1/p"; }
+# Device IRQs the module counted on lent CPU $1: finished lends + this one.
+lent_irqs() { echo $(( $(cpu_stat $1 irqs) + $(cpu_stat $1 live_irqs) )); }
+affinities() { for d in /proc/irq/[0-9]*; do echo "${d#/proc/irq/} $(cat "$d/smp_affinity_list")"; done; }
+# Interrupts of $irq taken by CPU $1 (/proc/interrupts: "IRQ: CPU0 CPU1 ...").
+irq_on() { awk -v i="$irq:" -v c=$(( $1 + 2 )) '$1 == i { print $c }' /proc/interrupts; }
+# until_ok MS WHAT CMD...: until CMD succeeds.
+until_ok() {
+	_ms=$1 _what=$2; shift 2
+	t0=$(now_ms)
+	until "$@"; do
+		[ $(( $(now_ms) - t0 )) -lt "$_ms" ] || fail "$_what"
+		usleep 50000
+	done
+}
+# IRQ $irq's affinity is $1. The line printed first makes it interrupt: an
+# IO-APIC IRQ takes a new affinity only then (till then it shows the old).
+irq_at() { echo "   ."; [ "$(cat /proc/irq/$irq/smp_affinity_list)" = "$1" ]; }
+
+# The test shell and the agent on CPUs 2-3: the objects below live on
+# [0, 1], and a wakeup there would split them for nothing.
+taskset -p 0xc $$ >/dev/null || fail "cannot pin the test shell"
+insmod "$ko" || fail "insmod failed"
+echo 1 >/proc/irq/$irq/smp_affinity_list || fail "cannot put IRQ $irq on CPU 1"
+echo "   IRQ $irq: affinity 1"
+until_ok 5000 "IRQ $irq not effective on CPU 1" sh -c "echo \"   .\"; [ \"\$(cat /proc/irq/$irq/effective_affinity_list)\" = 1 ]"
+affinities >/tmp/aff.before
+make_cgroup seq
+start_agent
+grep -q "processor proxies on" "$AGENT_LOG" || fail "the policy did not bind the module's kfuncs"
+
+# 10,000 cycles.
+scx_chameleon tag seq --level 1 --tax 0.01 >/dev/null || fail "tag seq"
+l0=$(stat_of lends) r0=$(stat_of redirects_applied) s0=$(stat_of restores) k0=$(stat_of redirects_skipped)
+t0=$(now_ms)
+taskset 0x3 spin -b 1:1 -g /sys/fs/cgroup/seq 900 >/dev/null &
+a=$!
+n=0
+while [ "$n" -lt 10000 ]; do
+	[ $(( $(now_ms) - t0 )) -lt 400000 ] || fail "only $n fuse/split cycles in 400 s"
+	agent_alive || fail "agent died after $n cycles"
+	sleep 2
+	n=$(( $(stat_of lends) - l0 ))
+done
+kill $a
+t=$(( $(now_ms) - t0 ))
+scx_chameleon untag seq >/dev/null || fail "untag seq"
+until_ok 10000 "CPU 1 still lent after the untag" sh -c "! proxy_ctl stats | grep -q '^cpu=1 proxied_by=0 '"
+until_ok 10000 "IRQ $irq not back on CPU 1 after the cycles" irq_at 1
+affinities >/tmp/aff.after
+diff /tmp/aff.before /tmp/aff.after >/tmp/aff.diff || { cat /tmp/aff.diff; fail "IRQ affinities differ after $n cycles"; }
+[ "$(stat_of irqs_moved)" = 0 ] || fail "module still has $(stat_of irqs_moved) IRQs away"
+ok "$n fuse/split cycles through the module in $t ms: IRQ moves $(( $(stat_of redirects_applied) - r0 )), skipped (split first) $(( $(stat_of redirects_skipped) - k0 )), restores $(( $(stat_of restores) - s0 )); all $(wc -l </tmp/aff.after) /proc/irq/*/smp_affinity_list as before"
+
+# An IRQ firing on a lent CPU is counted.
+scx_chameleon tag seq --level 1 --tax 0.01 >/dev/null || fail "tag seq"
+taskset 0x3 spin -g /sys/fs/cgroup/seq 300 >/dev/null &
+a=$!
+until_ok 10000 "CPU 1 never lent to 0" sh -c "proxy_ctl stats | grep -q '^cpu=1 proxied_by=0 '"
+until_ok 10000 "IRQ $irq not moved off lent CPU 1" irq_at 0
+# Put it back on the lent CPU by hand, as an administrator may.
+echo 1 >/proc/irq/$irq/smp_affinity_list
+until_ok 5000 "IRQ $irq not effective on CPU 1 while lent" sh -c "echo \"   .\"; [ \"\$(cat /proc/irq/$irq/effective_affinity_list)\" = 1 ]"
+# The module's counter read outside /proc/interrupts' on both ends, so that
+# every interrupt the latter counts is inside the former's window.
+m0=$(lent_irqs 1) k0=$(irq_on 1)
+i=0
+while [ $i -lt 100 ]; do echo "   line $i to ttyS0 while CPU 1 is lent"; i=$((i + 1)); done
+k1=$(irq_on 1) m1=$(lent_irqs 1)
+proxy_ctl stats | grep -q '^cpu=1 proxied_by=0 ' || fail "CPU 1 no longer lent: the count covers another lend"
+[ $(( k1 - k0 )) -gt 0 ] || fail "IRQ $irq did not fire on CPU 1 ($k0 -> $k1)"
+[ $(( m1 - m0 )) -ge $(( k1 - k0 )) ] || fail "module counted $(( m1 - m0 )) IRQs on lent CPU 1, /proc/interrupts shows $(( k1 - k0 )) of IRQ $irq"
+ok "IRQ $irq fired $(( k1 - k0 )) times on lent CPU 1 (/proc/interrupts); the module counted $(( m1 - m0 )) device IRQs there"
+
+# 100,000 random ioctls while fused.
+seed=$(now_ms)
+t0=$(now_ms)
+out=$(proxy_ctl fuzz 100000 "$seed") || fail "fuzz: $out"
+echo "$out" | grep -q "^calls=100000$" || fail "fuzz: $out"
+[ "$(state)" = enabled ] || fail "scheduler $(state) after the fuzz"
+agent_alive || fail "agent died during the fuzz"
+ok "fuzz: 100000 random ioctls (seed $seed) in $(( $(now_ms) - t0 )) ms: $(echo "$out" | grep -v '^calls' | tr '\n' ' ')"
+# The fuzz ends with RESET (emulation off, CPUs unparked and online).
+until_ok 20000 "CPUs not all online after the fuzz" sh -c "[ \"\$(cat /sys/devices/system/cpu/online)\" = 0-3 ]"
+
+# rmmod mid-object: refused while the policy holds the module. A fresh
+# object, the IRQ on CPU 1 first (the module moves IRQs when it lends).
+kill $a
+until_ok 10000 "CPU 1 still lent with no tagged task" sh -c "! proxy_ctl stats | grep -q '^cpu=1 proxied_by=0 '"
+echo 1 >/proc/irq/$irq/smp_affinity_list
+taskset 0x3 spin -g /sys/fs/cgroup/seq 300 >/dev/null &
+a=$!
+until_ok 20000 "no object on [0, 1] after the fuzz" sh -c "proxy_ctl stats | grep -q '^cpu=1 proxied_by=0 '"
+t0=$(now_ms)
+until irq_at 0; do
+	if [ $(( $(now_ms) - t0 )) -gt 10000 ]; then
+		l1=$(stat_of lends); sleep 1; l2=$(stat_of lends)
+		fail "IRQ $irq on $(cat /proc/irq/$irq/smp_affinity_list), not moved off lent CPU 1 after the fuzz; lends/s $(( l2 - l1 )); $(proxy_ctl stats | grep -E '^(redirects|restores|irqs_moved|cpu=[01] )' | tr '\n' ' ')"
+	fi
+	usleep 50000
+done
+out=$(rmmod chameleon_proxy 2>&1) && fail "rmmod succeeded while the policy uses the module"
+[ "$(state)" = enabled ] || fail "scheduler $(state) after a refused rmmod"
+proxy_ctl stats | grep -q '^cpu=1 proxied_by=0 ' || fail "the lend changed after a refused rmmod"
+ok "rmmod mid-object refused ($out); object, IRQ move and scheduler intact"
+kill -9 "$AGENT_PID"
+until_ok 5000 "scheduler not disabled after kill -9" sh -c "[ \"\$(cat /sys/kernel/sched_ext/state)\" = disabled ]"
+kill $a
+proxy_ctl stats | grep -q '^cpu=1 proxied_by=0 ' && echo "   the lend outlived the agent (killed): rmmod must undo it"
+until_ok 15000 "rmmod refused 15 s after the agent died (refcnt $(cat /sys/module/chameleon_proxy/refcnt 2>/dev/null))" rmmod chameleon_proxy
+irq_at 1 || fail "IRQ $irq on $(cat /proc/irq/$irq/smp_affinity_list) after rmmod, was 1"
+ok "agent killed mid-object, rmmod: IRQ $irq back on 1"
+
+# rmmod during a pending offline.
+insmod "$ko" || fail "insmod again failed"
+echo 2 >/proc/irq/$irq/smp_affinity_list
+until_ok 5000 "IRQ $irq not effective on CPU 2" sh -c "echo \"   .\"; [ \"\$(cat /proc/irq/$irq/effective_affinity_list)\" = 2 ]"
+out=$(proxy_ctl park 2-3 60000) || fail "park 2-3: $out"
+until_ok 5000 "IRQ $irq not moved off parked CPU 2" sh -c "! grep -q '^2' /proc/irq/$irq/smp_affinity_list"
+proxy_ctl stats | grep -q "^cpu=2 .* pending=1" || fail "CPU 2 not pending offline"
+rmmod chameleon_proxy || fail "rmmod with a pending offline failed"
+sleep 1
+[ "$(cat /sys/devices/system/cpu/online)" = 0-3 ] || fail "online $(cat /sys/devices/system/cpu/online) after rmmod during a pending offline"
+irq_at 2 || fail "IRQ $irq on $(cat /proc/irq/$irq/smp_affinity_list) after rmmod, was 2"
+ok "rmmod during a pending offline (park 2-3, hold-off 60 s): CPUs 0-3 online, IRQ $irq back on 2"
+pass
