@@ -21,7 +21,8 @@
 #    unpark, PARK_ROUNDS times (critical path as the agent reports it); then
 #    park with --holdoff-ms 0 (the module offlines 1-3 in bulk) and unpark,
 #    PHYSICAL_ROUNDS times (STATS park_physical_ns / unpark_physical_ns);
-#    then sysfs offline/online of 1-3 with the agent running.
+#    then sysfs offline/online of 1-3 with the agent running, and last the
+#    same with 1-3 parked (a diagnostic of the physical bulk offline).
 . /opt/chameleon/guest/lib.sh
 TEST=bench_reconfig
 secs=${1:-40} rounds=${2:-25} park_rounds=${3:-1000} phys_rounds=${4:-25}
@@ -113,7 +114,6 @@ done
 ok "$phys_rounds physical rounds: $(( $(now_ms) - t0 )) ms; remove_cpu calls $(stat_of remove_cpu_calls), failures $(stat_of remove_cpu_failures); add_cpu failures $(stat_of add_cpu_failures)"
 hotplug_time 1-3 "$rounds" >/tmp/hp3_agent.log || fail "hotplug 1-3 with the agent failed"
 [ "$(state)" = enabled ] || fail "scheduler $(state) after the hotplug"
-stop_agent
 
 # --- Report ---
 # pct FILE P: the P-th percentile of the numbers in FILE (nearest rank).
@@ -248,7 +248,8 @@ fi
 
 ratio() { # ratio NUM_FILE DEN_FILE P
 	awk -v a="$(pct "$1" "$3")" -v b="$(pct "$2" "$3")" 'BEGIN {
-		if (a == "-" || b == "-" || b <= 0) print "-"; else printf "%.0f", a / b }'
+		if (a == "-" || b == "-" || b <= 0) print "-"
+		else if (a / b < 10) printf "%.2f", a / b; else printf "%.0f", a / b }'
 }
 for P in 50 99; do
 	for load in "" _busy; do
@@ -258,3 +259,17 @@ for P in 50 99; do
 	echo "BENCH ratio p$P, park: 3 sysfs offlines (idle) / park critical=$(ratio /tmp/hp3.off /tmp/park.crit $P)x (goal >= 67x); / physical bulk offline=$(ratio /tmp/hp3.off /tmp/park.phys $P)x; 3 sysfs onlines / physical bulk online=$(ratio /tmp/hp3.on /tmp/unpark.phys $P)x"
 	echo "BENCH ratio p$P, park with the agent on: 3 sysfs offlines / park critical=$(ratio /tmp/hp3_agent.off /tmp/park.crit $P)x; / physical bulk offline=$(ratio /tmp/hp3_agent.off /tmp/park.phys $P)x; 3 sysfs onlines / physical bulk online=$(ratio /tmp/hp3_agent.on /tmp/unpark.phys $P)x"
 done
+
+# Diagnostic, last (the table above stands if it fails): sysfs offline and
+# online of 1,2,3 in turn while they are parked (agent on, no offline due
+# for an hour), to tell the parked state of the CPUs from the module's
+# worker in the physical bulk offline's time.
+scx_chameleon park 1-3 --holdoff-ms 3600000 >/dev/null || fail "park 1-3 for the diagnostic"
+hotplug_time 1-3 "$rounds" >/tmp/hp3_parked.log || fail "sysfs hotplug of parked 1-3 failed"
+scx_chameleon unpark 1-3 >/dev/null || fail "unpark 1-3 after the diagnostic"
+field offline_ns </tmp/hp3_parked.log >/tmp/hp3_parked.off
+field online_ns </tmp/hp3_parked.log >/tmp/hp3_parked.on
+row "sysfs offline 1,2,3 in turn, parked" /tmp/hp3_parked.off
+row "sysfs online 1,2,3 in turn, parked" /tmp/hp3_parked.on
+[ "$(state)" = enabled ] || fail "scheduler $(state) after the diagnostic"
+stop_agent
