@@ -58,4 +58,16 @@ void chp_emulate_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs);
 /* kfuncs.c */
 int chp_kfuncs_register(void);
 
+/* latency.c: timing of the deferred IRQ work, for debugfs */
+enum chp_lat_op {
+	CHP_LAT_LEND,
+	CHP_LAT_RECLAIM,
+	CHP_LAT_NR_OPS,
+};
+
+int chp_latency_init(void);
+void chp_latency_exit(void);
+void chp_latency_record(enum chp_lat_op op, int cpu, u64 start_ns, u64 done_ns);
+void chp_latency_skipped(enum chp_lat_op op);
+
 #endif /* _CHAMELEON_PROXY_INTERNAL_H */

@@ -12,6 +12,8 @@
  *  - emulation (emulate.c): duty-cycle emulation of fused processors by
  *    idle injection, off by default.
  *
+ * For benchmarks, latency.c times the deferred part of the proxies (debugfs).
+ *
  * The scheduler reaches the module through kfuncs (kfuncs.c), the agent
  * through ioctls on /dev/chameleon_proxy (this file, and chameleon_proxy.h for
  * the interface). The scheduler works without the module.
@@ -327,9 +329,12 @@ static int __init chameleon_proxy_init(void)
 {
 	int ret;
 
-	ret = chp_proxy_init();
+	ret = chp_latency_init();
 	if (ret)
 		return ret;
+	ret = chp_proxy_init();
+	if (ret)
+		goto err_latency;
 	ret = chp_park_init();
 	if (ret)
 		goto err_proxy;
@@ -363,6 +368,8 @@ err_park:
 	chp_park_exit();
 err_proxy:
 	chp_proxy_exit();
+err_latency:
+	chp_latency_exit();
 	return ret;
 }
 
@@ -381,6 +388,7 @@ static void __exit chameleon_proxy_exit(void)
 	chp_emulate_exit();
 	chp_park_exit();
 	chp_proxy_exit();
+	chp_latency_exit();
 	pr_info("unloaded\n");
 }
 

@@ -25,6 +25,10 @@
  *    it can run any number of times; a lend reclaimed before it runs leaves
  *    no trace.
  *
+ * Each lend and reclaim is timed from its kfunc call to the end of the
+ * reconciliation that applied it, for latency.c (debugfs); one that needed no
+ * reconciliation (reclaimed, or lent again, before any ran) is counted there.
+ *
  * The original affinity of every IRQ we moved is kept in chp_saved, keyed by
  * IRQ number. If someone else (irqbalance, an administrator) changes the
  * affinity of such an IRQ meanwhile, their choice wins: we forget ours.
@@ -37,6 +41,7 @@
 #include <linux/irq_work.h>
 #include <linux/irqnr.h>
 #include <linux/kernel_stat.h>
+#include <linux/ktime.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/slab.h>
@@ -71,9 +76,14 @@ struct chp_proxy_cpu {
 	raw_spinlock_t lock;
 	s32 proxied_by;		/* representative, or -1; READ_ONCE() outside */
 	bool redirect_pending;	/* lent, not yet seen by a reconciliation */
+	u64 lend_ns;		/* kfunc time of that lend, 0 if none */
+	u64 reclaim_ns;		/* of a reclaim whose IRQs are not back yet */
 	struct chp_counts snap;	/* counters when the current lend started */
 	struct chp_intr total;	/* counted over the finished lends */
 	cpumask_var_t proxying_for; /* CPUs lent to this one; atomic bitops */
+	/* Under chp_mutex: lend_ns, reclaim_ns as the reconciliation took them */
+	u64 applying_lend_ns;
+	u64 applying_reclaim_ns;
 };
 
 static DEFINE_PER_CPU_SHARED_ALIGNED(struct chp_proxy_cpu, chp_proxy_cpu);
@@ -178,8 +188,10 @@ void chp_proxy_request_reconcile(void)
 /* kfunc context: see the top comment. */
 int chp_proxy_lend(s32 cpu, s32 rep)
 {
+	u64 now = ktime_get_ns();
 	struct chp_proxy_cpu *pc;
 	unsigned long flags;
+	bool unrestored = false;
 	int ret = 0;
 
 	if (!chp_cpu_valid(cpu) || !chp_cpu_valid(rep) || cpu == rep) {
@@ -197,12 +209,18 @@ int chp_proxy_lend(s32 cpu, s32 rep)
 	} else {
 		chp_read_counts(cpu, &pc->snap);
 		pc->redirect_pending = true;
+		pc->lend_ns = now;
+		/* Lent again before its IRQs came back: they stay away. */
+		unrestored = pc->reclaim_ns != 0;
+		pc->reclaim_ns = 0;
 		WRITE_ONCE(pc->proxied_by, rep);
 		cpumask_set_cpu(cpu, per_cpu_ptr(&chp_proxy_cpu, rep)->proxying_for);
 	}
 	raw_spin_unlock_irqrestore(&pc->lock, flags);
 	if (ret)
 		goto refused;
+	if (unrestored)
+		chp_latency_skipped(CHP_LAT_RECLAIM);
 	atomic64_inc(&chp_lends);
 	irq_work_queue(&chp_proxy_irq_work);
 	return 0;
@@ -230,6 +248,7 @@ static bool chp_end_lend(int cpu, struct chp_proxy_cpu *pc)
 					   pc->proxied_by)->proxying_for);
 	WRITE_ONCE(pc->proxied_by, -1);
 	pc->redirect_pending = false;
+	pc->lend_ns = 0;
 	atomic64_inc(&chp_reclaims);
 	if (!seen)
 		atomic64_inc(&chp_skipped);
@@ -239,6 +258,7 @@ static bool chp_end_lend(int cpu, struct chp_proxy_cpu *pc)
 /* kfunc context: see the top comment. */
 int chp_proxy_reclaim(s32 cpu)
 {
+	u64 now = ktime_get_ns();
 	struct chp_proxy_cpu *pc;
 	unsigned long flags;
 	bool seen = false;
@@ -250,19 +270,27 @@ int chp_proxy_reclaim(s32 cpu)
 	}
 	pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
 	raw_spin_lock_irqsave(&pc->lock, flags);
-	if (pc->proxied_by < 0)
+	if (pc->proxied_by < 0) {
 		ret = -ENOENT;
-	else
+	} else {
 		seen = chp_end_lend(cpu, pc);
+		if (seen)
+			pc->reclaim_ns = now;
+	}
 	raw_spin_unlock_irqrestore(&pc->lock, flags);
 	if (ret)
 		atomic64_inc(&chp_reclaims_refused);
 	else if (seen)
 		irq_work_queue(&chp_proxy_irq_work);
+	else
+		chp_latency_skipped(CHP_LAT_LEND);
 	return ret;
 }
 
-/* The CPUs device interrupts must avoid now: lent and parked ones. */
+/*
+ * The CPUs device interrupts must avoid now: lent and parked ones. The lends
+ * and reclaims not applied yet are taken over, to be timed once applied.
+ */
 static void chp_build_excluded(struct cpumask *excl)
 {
 	unsigned long flags;
@@ -277,7 +305,31 @@ static void chp_build_excluded(struct cpumask *excl)
 			cpumask_set_cpu(cpu, excl);
 			pc->redirect_pending = false;
 		}
+		pc->applying_lend_ns = pc->lend_ns;
+		pc->applying_reclaim_ns = pc->reclaim_ns;
+		pc->lend_ns = 0;
+		pc->reclaim_ns = 0;
 		raw_spin_unlock_irqrestore(&pc->lock, flags);
+	}
+}
+
+/* The lends and reclaims chp_build_excluded() took over are applied now. */
+static void chp_report_applied(void)
+{
+	u64 now = ktime_get_ns();
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct chp_proxy_cpu *pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
+
+		if (pc->applying_lend_ns)
+			chp_latency_record(CHP_LAT_LEND, cpu,
+					   pc->applying_lend_ns, now);
+		if (pc->applying_reclaim_ns)
+			chp_latency_record(CHP_LAT_RECLAIM, cpu,
+					   pc->applying_reclaim_ns, now);
+		pc->applying_lend_ns = 0;
+		pc->applying_reclaim_ns = 0;
 	}
 }
 
@@ -447,6 +499,7 @@ void chp_proxy_reconcile_locked(void)
 	/* IRQ numbers gone since (nr_irqs shrank): nothing to give back. */
 	xa_for_each_start(&chp_saved, idx, s, nr)
 		chp_forget(idx, s);
+	chp_report_applied();
 }
 
 /* RESET: every lent CPU comes back, every IRQ we moved is restored. */

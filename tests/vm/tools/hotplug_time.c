@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * hotplug_time: time sysfs CPU hotplug, the baseline fuse/split is compared
- * against.
+ * hotplug_time: time sysfs CPU hotplug, the baseline fuse/split and park are
+ * compared against.
  *   hotplug_time CPU ROUNDS
- * Each round offlines then onlines CPU and prints
- * "hotplug cpu=C offline_ns=N online_ns=M".
+ *   hotplug_time CPULIST ROUNDS
+ * Each round offlines then onlines the CPUs and prints
+ * "hotplug cpu=C offline_ns=N online_ns=M" for one CPU, or
+ * "hotplug cpus=LIST offline_ns=N online_ns=M" for a list ("1-3", "1,2,3"):
+ * its CPUs are offlined one after the other, in the list's order, each write
+ * starting when the previous one returned (what native hotplug offers for
+ * several CPUs), then onlined the same way; N and M are the time from the
+ * first write to the end of the last one (the files are opened before).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define MAX_CPUS 64
+
 static long long now_ns(void)
 {
 	struct timespec ts;
@@ -22,45 +30,86 @@ static long long now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static long long set_online(const char *path, const char *val)
+/* "1-3" or "1,2,3" (CPU 0 excluded) into cpus[]; returns how many, -1 if bad. */
+static int parse_list(const char *list, int *cpus)
 {
-	long long t0;
-	int fd = open(path, O_WRONLY);
+	const char *p = list;
+	int n = 0;
 
-	if (fd < 0)
-		return -errno;
-	t0 = now_ns();
-	if (write(fd, val, 1) != 1) {
-		int err = errno;
+	while (*p) {
+		char *end;
+		long lo = strtol(p, &end, 10), hi = lo;
 
-		close(fd);
-		return -err;
+		if (end == p)
+			return -1;
+		if (*end == '-') {
+			p = end + 1;
+			hi = strtol(p, &end, 10);
+			if (end == p)
+				return -1;
+		}
+		if (lo <= 0 || hi < lo || hi >= 4096)
+			return -1;
+		for (long c = lo; c <= hi; c++) {
+			if (n == MAX_CPUS)
+				return -1;
+			cpus[n++] = (int)c;
+		}
+		if (*end == ',')
+			end++;
+		else if (*end)
+			return -1;
+		p = end;
 	}
-	t0 = now_ns() - t0;
-	close(fd);
-	return t0;
+	return n;
+}
+
+/* Write @val to each of @fds in turn; the time it took, or -errno. */
+static long long set_all(const int *fds, int n, const char *val, int *failed)
+{
+	long long t0 = now_ns();
+
+	for (int i = 0; i < n; i++) {
+		if (pwrite(fds[i], val, 1, 0) != 1) {
+			*failed = i;
+			return -errno;
+		}
+	}
+	return now_ns() - t0;
 }
 
 int main(int argc, char **argv)
 {
+	int cpus[MAX_CPUS], fds[MAX_CPUS], n, rounds, failed = 0;
 	char path[128];
-	int cpu, rounds;
 
-	if (argc != 3 || (cpu = atoi(argv[1])) <= 0 || (rounds = atoi(argv[2])) <= 0) {
-		fprintf(stderr, "usage: hotplug_time CPU(>0) ROUNDS\n");
+	n = argc == 3 ? parse_list(argv[1], cpus) : -1;
+	if (n <= 0 || (rounds = atoi(argv[2])) <= 0) {
+		fprintf(stderr, "usage: hotplug_time CPU|CPULIST (no CPU 0) ROUNDS\n");
 		return 2;
 	}
-	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
-	for (int i = 0; i < rounds; i++) {
-		long long off = set_online(path, "0");
-		long long on = set_online(path, "1");
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpus[i]);
+		fds[i] = open(path, O_WRONLY);
+		if (fds[i] < 0) {
+			fprintf(stderr, "hotplug_time: %s: %s\n", path, strerror(errno));
+			return 1;
+		}
+	}
+	for (int r = 0; r < rounds; r++) {
+		long long off = set_all(fds, n, "0", &failed);
+		long long on = off < 0 ? off : set_all(fds, n, "1", &failed);
 
 		if (off < 0 || on < 0) {
-			fprintf(stderr, "hotplug_time: cpu%d: %s\n", cpu,
+			fprintf(stderr, "hotplug_time: cpu%d: %s\n", cpus[failed],
 				strerror((int)-(off < 0 ? off : on)));
 			return 1;
 		}
-		printf("hotplug cpu=%d offline_ns=%lld online_ns=%lld\n", cpu, off, on);
+		if (n == 1)
+			printf("hotplug cpu=%d offline_ns=%lld online_ns=%lld\n", cpus[0], off, on);
+		else
+			printf("hotplug cpus=%s offline_ns=%lld online_ns=%lld\n", argv[1], off, on);
+		fflush(stdout);
 	}
 	return 0;
 }
