@@ -288,7 +288,7 @@ static DECLARE_WORK(chp_emul_work, chp_emul_work_fn);
 /* Hard interrupt context, with no runqueue lock held: see proxy.c. */
 static void chp_emul_irq_work_fn(struct irq_work *iw)
 {
-	queue_work(system_unbound_wq, &chp_emul_work);
+	queue_work(chp_proxy_wq(), &chp_emul_work);
 }
 
 static DEFINE_IRQ_WORK(chp_emul_irq_work, chp_emul_irq_work_fn);

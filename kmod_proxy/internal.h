@@ -27,6 +27,7 @@ void chp_proxy_exit(void);
 int chp_proxy_lend(s32 cpu, s32 rep);
 int chp_proxy_reclaim(s32 cpu);
 void chp_proxy_request_reconcile(void);
+struct workqueue_struct *chp_proxy_wq(void);
 void chp_proxy_reconcile_locked(void);
 void chp_proxy_reset_locked(void);
 void chp_proxy_stats(struct chameleon_proxy_stats *st);

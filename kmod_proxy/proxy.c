@@ -168,13 +168,36 @@ static void chp_proxy_work_fn(struct work_struct *work)
 static DECLARE_WORK(chp_proxy_work, chp_proxy_work_fn);
 
 /*
+ * The workqueue for work the kfuncs defer. Unbound, so that a free CPU runs
+ * it at once, unless every online CPU is in an object (lent, or a
+ * representative): lent CPUs serve only kthreads bound to them and a
+ * representative its owner, so an unbound kworker would wait for a split
+ * (with an object of all 4 CPUs, more lends were reclaimed before their IRQs
+ * moved than applied). Then it is the local CPU's own kworker, which the
+ * scheduler lets run on a representative or a lent CPU without a split. The
+ * walk is over CPUs' lending state only, once per deferred burst.
+ */
+struct workqueue_struct *chp_proxy_wq(void)
+{
+	int cpu;
+
+	for_each_online_cpu(cpu) {
+		struct chp_proxy_cpu *pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
+
+		if (READ_ONCE(pc->proxied_by) < 0 && cpumask_empty(pc->proxying_for))
+			return system_unbound_wq;
+	}
+	return system_highpri_wq;
+}
+
+/*
  * Hard interrupt context, after the kfunc's caller dropped the runqueue lock
  * (it is held with interrupts off, so the irq_work cannot run before): waking
  * a kworker from here takes runqueue locks safely.
  */
 static void chp_proxy_irq_work_fn(struct irq_work *iw)
 {
-	queue_work(system_unbound_wq, &chp_proxy_work);
+	queue_work(chp_proxy_wq(), &chp_proxy_work);
 }
 
 static DEFINE_IRQ_WORK(chp_proxy_irq_work, chp_proxy_irq_work_fn);
