@@ -31,7 +31,30 @@ pub struct Metrics {
     pub busy_ms: u64,
     #[stat(desc = "events lost because the ring buffer was full")]
     pub events_dropped: u64,
+    #[stat(desc = "1 if the chameleon_proxy module is loaded")]
+    pub proxy_module_loaded: u64,
+    #[stat(desc = "1 if the policy calls the module's kfuncs (loaded before the scheduler)")]
+    pub proxy_kfuncs_bound: u64,
+    #[stat(desc = "CPUs lent to a representative now (processor proxies)")]
+    pub proxy_lent_cpus: u64,
+    #[stat(desc = "CPUs lent through the module")]
+    pub proxy_lends: u64,
+    #[stat(desc = "lent CPUs given back through the module")]
+    pub proxy_reclaims: u64,
+    #[stat(desc = "device IRQs moved off lent or parked CPUs now")]
+    pub proxy_irqs_moved: u64,
+    #[stat(desc = "device interrupts lent CPUs still took while lent")]
+    pub proxy_lent_irqs: u64,
+    #[stat(desc = "softirqs lent CPUs still ran while lent")]
+    pub proxy_lent_softirqs: u64,
+    #[stat(desc = "IPIs (function call, reschedule, TLB) lent CPUs still took while lent")]
+    pub proxy_lent_ipis: u64,
+    #[stat(desc = "local timer interrupts lent CPUs still took while lent")]
+    pub proxy_lent_timers: u64,
 }
+
+/// Fields that are a level now, not a running count (OpenMetrics gauges).
+const GAUGES: &[&str] = &["proxy_module_loaded", "proxy_kfuncs_bound", "proxy_lent_cpus", "proxy_irqs_moved"];
 
 impl Metrics {
     pub fn from_totals(t: &Totals, events_dropped: u64) -> Metrics {
@@ -45,10 +68,30 @@ impl Metrics {
             stolen: t.stolen,
             busy_ms: t.busy_ns / 1_000_000,
             events_dropped,
+            ..Default::default()
         }
     }
 
-    /// OpenMetrics text exposition: every field is a monotonic counter.
+    /// The companion module's processor proxies and the interruptions lent
+    /// CPUs still took, from its STATS (None: not loaded).
+    pub fn with_module(mut self, m: Option<&crate::status::ModuleStatus>) -> Metrics {
+        if let Some(m) = m {
+            self.proxy_module_loaded = 1;
+            self.proxy_kfuncs_bound = u64::from(m.kfuncs);
+            self.proxy_lent_cpus = m.proxies.len() as u64;
+            self.proxy_lends = m.lends;
+            self.proxy_reclaims = m.reclaims;
+            self.proxy_irqs_moved = u64::from(m.irqs_moved);
+            self.proxy_lent_irqs = m.lent_irqs;
+            self.proxy_lent_softirqs = m.lent_softirqs;
+            self.proxy_lent_ipis = m.lent_ipis;
+            self.proxy_lent_timers = m.lent_timers;
+        }
+        self
+    }
+
+    /// OpenMetrics text exposition: monotonic counters (`_total`) and the
+    /// few gauges in GAUGES.
     pub fn openmetrics(&self) -> String {
         let v = serde_json::to_value(self).expect("plain counters serialize");
         let meta = Metrics::meta();
@@ -56,9 +99,10 @@ impl Metrics {
         for (name, field) in &meta.fields {
             let value = v.get(name).and_then(|x| x.as_u64()).unwrap_or(0);
             let desc = field.attrs.desc.as_deref().unwrap_or("");
-            let _ = writeln!(out, "# TYPE chameleon_{name} counter");
+            let gauge = GAUGES.contains(&name.as_str());
+            let _ = writeln!(out, "# TYPE chameleon_{name} {}", if gauge { "gauge" } else { "counter" });
             let _ = writeln!(out, "# HELP chameleon_{name} {desc}");
-            let _ = writeln!(out, "chameleon_{name}_total {value}");
+            let _ = writeln!(out, "chameleon_{name}{} {value}", if gauge { "" } else { "_total" });
         }
         out.push_str("# EOF\n");
         out
@@ -96,6 +140,43 @@ mod tests {
         assert!(text.contains("chameleon_split_total 5\n"), "{text}");
         assert!(text.contains("# HELP chameleon_proxy_served per-CPU kthreads"), "{text}");
         assert!(text.ends_with("# EOF\n"));
-        assert_eq!(text.matches("# TYPE").count(), 9);
+        assert_eq!(text.matches("# TYPE").count(), 19);
+        assert!(text.contains("chameleon_proxy_module_loaded 0\n"), "no module: loaded 0\n{text}");
+    }
+
+    #[test]
+    fn module_proxies_and_interruptions_become_counters_and_gauges() {
+        let module = crate::status::ModuleStatus {
+            kfuncs: true,
+            lends: 40,
+            reclaims: 39,
+            irqs_moved: 2,
+            proxies: vec![(1, 0), (3, 2)],
+            lent_irqs: 5,
+            lent_softirqs: 6,
+            lent_ipis: 7,
+            lent_timers: 8,
+            ..Default::default()
+        };
+        let text = Metrics::default().with_module(Some(&module)).openmetrics();
+        for line in [
+            "# TYPE chameleon_proxy_lent_cpus gauge\n",
+            "chameleon_proxy_lent_cpus 2\n",
+            "chameleon_proxy_module_loaded 1\n",
+            "chameleon_proxy_kfuncs_bound 1\n",
+            "chameleon_proxy_irqs_moved 2\n",
+            "# TYPE chameleon_proxy_lends counter\n",
+            "chameleon_proxy_lends_total 40\n",
+            "chameleon_proxy_reclaims_total 39\n",
+            "chameleon_proxy_lent_irqs_total 5\n",
+            "chameleon_proxy_lent_softirqs_total 6\n",
+            "chameleon_proxy_lent_ipis_total 7\n",
+            "chameleon_proxy_lent_timers_total 8\n",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+        // One TYPE per family, no gauge with a _total sample.
+        assert_eq!(text.matches("# TYPE chameleon_proxy_lent_cpus ").count(), 1);
+        assert!(!text.contains("chameleon_proxy_lent_cpus_total"));
     }
 }

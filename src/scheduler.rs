@@ -424,7 +424,8 @@ impl<'a> Scheduler<'a> {
                 module = self.proxy.as_ref().and_then(|p| p.status(kfuncs).map_err(|e| warn!("chameleon_proxy STATS: {e:#}")).ok());
                 let dropped = self.skel.maps.bss_data.as_ref().map_or(0, |b| b.nr_events_dropped);
                 *self.metrics.lock().unwrap() =
-                    crate::metrics::Metrics::from_totals(&totals(&self.skel, self.nr_cpus), dropped);
+                    crate::metrics::Metrics::from_totals(&totals(&self.skel, self.nr_cpus), dropped)
+                        .with_module(module.as_ref());
             }
             let parked = assign.parked().iter().copied().collect();
             assign.write_status(live_status(&self.skel, self.nr_cpus, parked, module.clone()), force);

@@ -148,7 +148,13 @@ fn cpu_cell(role: &str, online: bool) -> Style {
 pub fn render(f: &mut Frame, m: &Model) {
     let rows = Layout::default()
         .direction(Direction::Vertical)
-        .constraints([Constraint::Length(3), Constraint::Min(6), Constraint::Min(6), Constraint::Length(1)])
+        .constraints([
+            Constraint::Length(3),
+            Constraint::Min(6),
+            Constraint::Min(6),
+            Constraint::Length(1),
+            Constraint::Length(1),
+        ])
         .split(f.area());
     render_cpus(f, m, rows[0]);
     let mid = Layout::default()
@@ -158,7 +164,8 @@ pub fn render(f: &mut Frame, m: &Model) {
     render_objects(f, m, mid[0]);
     render_histogram(f, m, mid[1]);
     render_log(f, m, rows[2]);
-    render_footer(f, m, rows[3]);
+    f.render_widget(Paragraph::new(module_line(m.status.as_ref())), rows[3]);
+    render_footer(f, m, rows[4]);
     if m.show_help {
         let help = Paragraph::new(vec![
             Line::from("q quit   p pause the log   / filter by cgroup id (Enter)"),
@@ -273,6 +280,37 @@ fn render_log(f: &mut Frame, m: &Model, area: Rect) {
         .collect();
     let title = if m.paused { " events (paused) " } else { " events " };
     f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)), area);
+}
+
+/// The companion module's line: which CPU is lent to which representative
+/// (processor proxies) and the interruptions lent CPUs still took.
+fn module_line(status: Option<&Snapshot>) -> String {
+    let Some(s) = status else { return String::new() };
+    let Some(md) = &s.module else {
+        return " module: not loaded (no processor proxies: lent CPUs keep their IRQs)".into();
+    };
+    if !md.kfuncs {
+        return " module: loaded after the scheduler, kfuncs not bound (no processor proxies)".into();
+    }
+    let proxies: Vec<String> = md.proxies.iter().map(|(c, r)| format!("{c}>{r}")).collect();
+    let mut line = format!(
+        " proxies: {}  lends {} reclaims {}  IRQs moved {}  while lent: irq {} softirq {} ipi {} timer {}",
+        if proxies.is_empty() { "none".to_string() } else { proxies.join(" ") },
+        md.lends,
+        md.reclaims,
+        md.irqs_moved,
+        md.lent_irqs,
+        md.lent_softirqs,
+        md.lent_ipis,
+        md.lent_timers
+    );
+    if !s.parked.is_empty() {
+        line += &format!("  parked {:?}", s.parked);
+    }
+    if let Some(e) = &md.emulate {
+        line += &format!("  emulate {e}");
+    }
+    line
 }
 
 fn render_footer(f: &mut Frame, m: &Model, area: Rect) {
@@ -487,6 +525,32 @@ mod tests {
         split.run_ns = 2_500_000_000; // fused 2.5 s of the 5 s window
         m.on_event(split, now);
         m
+    }
+
+    #[test]
+    fn shows_the_modules_proxies_and_interruptions() {
+        let mut m = fused_model();
+        assert!(screen(&m).contains("module: not loaded"), "{}", screen(&m));
+        let st = m.status.as_mut().unwrap();
+        st.module = Some(crate::status::ModuleStatus {
+            kfuncs: true,
+            lends: 40,
+            reclaims: 39,
+            irqs_moved: 1,
+            proxies: vec![(1, 0)],
+            lent_irqs: 5,
+            lent_softirqs: 6,
+            lent_ipis: 7,
+            lent_timers: 8,
+            emulate: Some("high".into()),
+            ..Default::default()
+        });
+        let s = screen(&m);
+        assert!(s.contains("proxies: 1>0  lends 40 reclaims 39  IRQs moved 1"), "{s}");
+        assert!(s.contains("while lent: irq 5 softirq 6 ipi 7 timer 8"), "{s}");
+        assert!(s.contains("emulate high"), "{s}");
+        m.status.as_mut().unwrap().module.as_mut().unwrap().kfuncs = false;
+        assert!(screen(&m).contains("kfuncs not bound"), "{}", screen(&m));
     }
 
     #[test]

@@ -2,8 +2,9 @@
 # The scheduler with chameleon_proxy loaded first, checked from the kernel's
 # side (/proc/irq, /proc/stat, sysfs) as well as from `status`:
 # - the policy binds the module's kfuncs: a fused object lends CPU 1 to CPU 0
-#   through the module (proxies 1->0), and a device IRQ whose affinity is
-#   CPU 1 moves to the representative while it is lent, and back after;
+#   through the module (proxies 1->0, also in the OpenMetrics metrics), and a
+#   device IRQ whose affinity is CPU 1 moves to the representative while it
+#   is lent, and back after;
 # - park 2-3: the scheduler stops using them at once (idle in /proc/stat
 #   while 4 spinners run), unpark gives them back; park 3 with hold-off 0
 #   takes it offline; bad park requests are refused with a reason;
@@ -40,6 +41,15 @@ until [ "$(cat /proc/irq/$irq/smp_affinity_list)" = 0 ]; do
 	usleep 50000
 done
 ok "fused on [0, 1]: module shows CPU 1 proxied by 0; IRQ $irq moved from 1 to 0"
+# The same in OpenMetrics (refreshed each second).
+t0=$(now_ms)
+until scx_chameleon metrics 2>/dev/null | grep -q "^chameleon_proxy_lent_cpus 1$"; do
+	[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "metrics lack chameleon_proxy_lent_cpus 1: $(scx_chameleon metrics 2>&1 | grep proxy_ | tr '\n' ' ')"
+	usleep 200000
+done
+scx_chameleon metrics | grep -E "^chameleon_proxy_(module_loaded|kfuncs_bound|lends_total|lent_timers_total) " | tr '\n' ' ' | sed 's/^/   metrics: /'
+echo
+scx_chameleon metrics | grep -q "^chameleon_proxy_kfuncs_bound 1$" || fail "metrics: kfuncs not bound"
 scx_chameleon status | grep "^module:" | sed 's/^/   /'
 scx_chameleon untag seq >/dev/null || fail "untag seq"
 t0=$(now_ms)
