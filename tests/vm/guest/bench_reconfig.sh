@@ -90,15 +90,6 @@ while [ $i -lt "$park_rounds" ]; do
 	i=$((i + 1))
 done
 ok "$park_rounds park/unpark rounds: $(( $(now_ms) - t0 )) ms"
-stat_of() { proxy_ctl stats | sed -n "s/^$1=//p"; }
-online() { cat /sys/devices/system/cpu/online; }
-wait_online() {
-	_t=$(now_ms)
-	until [ "$(online)" = "$1" ]; do
-		[ $(( $(now_ms) - _t )) -lt 30000 ] || fail "online $(online), expected $1"
-		usleep 10000
-	done
-}
 t0=$(now_ms)
 i=0
 while [ $i -lt "$phys_rounds" ]; do

@@ -168,3 +168,17 @@ end_tasks() {
 	wait "$@" 2>/dev/null
 	return 0
 }
+
+# --- chameleon_proxy and CPU hotplug ---
+
+# A field of the module's STATS (proxy_ctl stats), e.g. stat_of lends.
+stat_of() { proxy_ctl stats | sed -n "s/^$1=//p"; }
+online() { cat /sys/devices/system/cpu/online; }
+# wait_online LIST [MS] [WHAT]: until the online CPUs are LIST (default 30 s).
+wait_online() {
+	_t=$(now_ms)
+	until [ "$(online)" = "$1" ]; do
+		[ $(( $(now_ms) - _t )) -lt "${2:-30000}" ] || fail "${3:+$3: }online $(online), expected $1"
+		usleep 10000
+	done
+}

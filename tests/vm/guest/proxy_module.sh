@@ -22,16 +22,6 @@ insmod "$ko" || fail "insmod failed"
 [ -e /sys/kernel/btf/chameleon_proxy ] || fail "no /sys/kernel/btf/chameleon_proxy: the module has no BTF, its kfuncs cannot register"
 ok "module BTF present (kfuncs registered: $(dmesg | grep -c 'cannot register the kfuncs') failures)"
 
-stat_of() { proxy_ctl stats | sed -n "s/^$1=//p"; }
-online() { cat /sys/devices/system/cpu/online; }
-# wait_online LIST MS WHAT
-wait_online() {
-	t0=$(now_ms)
-	until [ "$(online)" = "$1" ]; do
-		[ $(( $(now_ms) - t0 )) -lt "$2" ] || fail "$3: online $(online), expected $1"
-		usleep 20000
-	done
-}
 
 # Root only, even with the device already open.
 for cmd in "park 3 0" "unpark 3" "emulate on" "reset"; do

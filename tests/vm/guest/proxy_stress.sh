@@ -21,7 +21,6 @@
 
 ko=/opt/chameleon/chameleon_proxy.ko
 irq=4	# ttyS0: every printed line interrupts (an IO-APIC IRQ moves at its next one)
-stat_of() { proxy_ctl stats | sed -n "s/^$1=//p"; }
 cpu_stat() { proxy_ctl stats | sed -n "s/^cpu=$1 .* $2=\([0-9-]*\).*/\1/p"; }
 # Device IRQs the module counted on lent CPU $1: finished lends + this one.
 lent_irqs() { echo $(( $(cpu_stat $1 irqs) + $(cpu_stat $1 live_irqs) )); }
