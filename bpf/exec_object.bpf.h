@@ -24,9 +24,10 @@
  *   (split reason "bound"), whatever the vtimes say, and the CPU is not lent
  *   again for one slice, so the waiter runs;
  * - an object lives only while its owner runs on its representative: it is
- *   split when the owner blocks, is taken off by a higher class (not the
- *   emulation's idle injection: cpu_release) or by another task (not a
- *   kthread bound there), runs elsewhere, exits or loses its tag;
+ *   split when the owner blocks, is taken off by a higher class (not by a
+ *   kthread bound there, such as the emulation's idle injection:
+ *   cpu_release) or by another task (not a kthread: its turn is short),
+ *   runs elsewhere, exits or loses its tag;
  * - a guard timer checks both every CHAMELEON_GUARD_NS even if no hook of
  *   the object's CPUs runs (an owner off its representative that long is
  *   split), and frees a CPU whose lender is gone.
@@ -70,6 +71,14 @@ enum rep_state {
 	REP_NATIVE	= 0,
 	REP_FUSED	= 1,
 	REP_SPLITTING	= 2,	/* a split is releasing the CPUs; no fuse yet */
+	/*
+	 * try_fuse() is borrowing CPUs. Without it the guard timer saw CPUs
+	 * borrowed by a NATIVE representative, took them for a dead lender's
+	 * and freed them: the object then ran FUSED for seconds without its
+	 * CPU (fuse_tax: 4.9 s fused while B ran on CPU 1, no waiter queued
+	 * for the bounds to see).
+	 */
+	REP_FUSING	= 3,
 };
 
 /* The object a representative CPU is running fused (valid while FUSED). */
@@ -603,7 +612,8 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	u32 i, ok, size, pending = 0, nr = a->nr_cpus, seq;
 	s32 c;
 
-	if (!rc || rc->state != REP_NATIVE || nr > CHAMELEON_OBJ_MAX_CPUS)
+	if (!rc || nr > CHAMELEON_OBJ_MAX_CPUS ||
+	    !__sync_bool_compare_and_swap(&rc->state, REP_NATIVE, REP_FUSING))
 		return;
 
 	ok = borrowable(tctx, a, cpu, t0);
@@ -611,6 +621,7 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	if (size < 2) {
 		if (st)
 			st->nr_fuse_denied++;
+		rc->state = REP_NATIVE;
 		return;
 	}
 
@@ -621,6 +632,7 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 		if (!cpu_valid(c) ||
 		    !__sync_bool_compare_and_swap(&cpu_ctx(c)->borrowed_by, 0, cpu + 1)) {
 			unborrow(a, cpu, i);
+			rc->state = REP_NATIVE;
 			return;
 		}
 	}
@@ -673,7 +685,7 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
  * Has a waiter on one of @rc's lent CPUs reached the lending bound? Those
  * CPUs are then not lent again for a slice, so that the waiter runs.
  */
-static bool lend_due(struct rep_ctx *rc, u64 now)
+static bool lend_due(s32 rep, struct rep_ctx *rc, u64 now)
 {
 	bool due = false;
 	u32 i;
@@ -685,10 +697,33 @@ static bool lend_due(struct rep_ctx *rc, u64 now)
 		if (chameleon_lend_due(now, cc->lend_wait_since,
 				       scx_bpf_dsq_nr_queued(c) > 0, lend_wait_ns)) {
 			cc->lend_block_until = now + slice_ns;
+			cc->lend_owed_by = rep + 1;
 			due = true;
 		}
 	}
 	return due;
+}
+
+/*
+ * A task stops on a CPU that a bound split gave back to its waiters: one of
+ * them had its turn (the CPU serves only pcpu kthreads while lent, so anyone
+ * else is such a waiter). The CPU may be lent again, and the representative,
+ * if its owner runs there natively, is kicked so that the owner fuses now
+ * rather than at the end of its own slice: with a 4 ms tick and 5 ms slices
+ * that came up to 12 ms after the split, for a waiter owed 5 ms.
+ */
+static void lend_owed_served(struct cpu_ctx *cc, struct task_struct *p)
+{
+	s32 rep = cc->lend_owed_by - 1;
+	struct rep_ctx *rc;
+
+	if (is_pcpu_kthread(p))
+		return;
+	cc->lend_owed_by = 0;
+	cc->lend_block_until = 0;
+	rc = rep_ctx(rep);
+	if (rc && rc->state == REP_NATIVE && cpu_ctx(rep)->curr_pid == rc->owner)
+		scx_bpf_kick_cpu(rep, SCX_KICK_PREEMPT);
 }
 
 /*
@@ -830,14 +865,21 @@ static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 			if (cc->curr_pid != rc->owner &&
 			    owner_away_ns(rc, now) > CHAMELEON_GUARD_NS)
 				split(cpu, CHAMELEON_SPLIT_MIGRATE);
-			else if (lend_due(rc, now))
+			else if (lend_due(cpu, rc, now))
 				split(cpu, CHAMELEON_SPLIT_BOUND);
 		}
 		by = cc->borrowed_by;
 		if (by) {
 			struct rep_ctx *lender = rep_ctx(by - 1);
 
+			/*
+			 * Borrowed while its lender is NATIVE: a leftover. Not
+			 * one a fuse holds: FUSING covers the fuse in progress,
+			 * and a split just before means this borrow may be the
+			 * next fuse's (state read after the borrow).
+			 */
 			if (lender && lender->state == REP_NATIVE &&
+			    (s64)(now - lender->split_at) > (s64)CHAMELEON_GUARD_NS &&
 			    __sync_bool_compare_and_swap(&cc->borrowed_by, by, 0)) {
 				proxy_reclaim(cpu);
 				scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);

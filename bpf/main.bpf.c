@@ -108,6 +108,7 @@ struct cpu_ctx {
 	u64	local_from;	/* its dispatch for that fuse/split began (0: not yet) */
 	u64	lend_wait_since; /* a task other than a pcpu kthread waits while lent */
 	u64	lend_block_until; /* not lent again before this (after a bound split) */
+	s32	lend_owed_by;	/* representative + 1 whose bound split gave it to its waiters */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));
 
 /* Per-CPU state, indexed by CPU id. In .bss so the agent reads it mmapped. */
@@ -511,8 +512,16 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	if (rep >= 0) {
 		here = cpu == rep;
 		cpu = rep;
-	} else if (cpu_parked(cpu) && task_movable(p)) {
-		s32 other = pick_unparked(p, cpu);
+	} else if (task_movable(p) && (cpu_parked(cpu) ||
+		   (cpu_borrowed(cpu) && (p->flags & PF_KTHREAD)))) {
+		/*
+		 * Off a parked CPU; and a kthread off a lent one, where it would
+		 * split the object for a turn of microseconds (proxy_stress:
+		 * rcu_preempt and unbound kworkers, 24 splits while 100 lines
+		 * went to the console). The nearest is the representative,
+		 * where a kthread splits nothing.
+		 */
+		s32 other = pick_unwithheld(p, cpu);
 
 		if (other >= 0) {
 			here = false;
@@ -722,13 +731,15 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 	if (tctx->fused_rep && tctx->fused_rep - 1 != cpu)
 		split_owned(tctx, p->pid, CHAMELEON_SPLIT_MIGRATE);
 	/*
-	 * Another task took the representative: split. Not for a kthread bound
-	 * here (a kworker, ksoftirqd): its turn is short and it could not run
-	 * elsewhere anyway, so the object waits for its owner through it, as
-	 * a lent CPU serves such kthreads without a split; the guard timer
-	 * splits if the owner stays away for CHAMELEON_GUARD_NS.
+	 * Another task took the representative: split. Not for a kthread (a
+	 * kworker, ksoftirqd, rcu_preempt): its turn is short, so the object
+	 * waits for its owner through it, as a lent CPU serves bound kthreads
+	 * without a split; the guard timer splits if the owner stays away for
+	 * CHAMELEON_GUARD_NS. proxy_stress: unbound kthreads (rcu_preempt, an
+	 * unbound kworker, kdamond) that found CPU 0 split its object 13 times
+	 * while 100 lines went to the console, each split and fuse moving IRQs.
 	 */
-	if (rc->state == REP_FUSED && rc->owner != p->pid && !is_pcpu_kthread(p))
+	if (rc->state == REP_FUSED && rc->owner != p->pid && !(p->flags & PF_KTHREAD))
 		split(cpu, CHAMELEON_SPLIT_PREEMPT);
 	/* Tax and fused time accrue only while the owner runs (stopping charged the rest). */
 	if (rc->owner == p->pid) {
@@ -771,7 +782,7 @@ void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 	}
 	/* A retag may change the tax alone: it applies from now on. */
 	rc->tax = a->tax;
-	if (lend_due(rc, now))
+	if (lend_due(cpu, rc, now))
 		split(cpu, CHAMELEON_SPLIT_BOUND);
 	else if (waiter_due(rc, tctx, now))
 		split(cpu, CHAMELEON_SPLIT_TICK);
@@ -799,6 +810,8 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 	cc->curr_pid = 0;
 	if (cc->local_from)
 		pending_switched(cpu, true);
+	if (cc->lend_owed_by)
+		lend_owed_served(cc, p);
 
 	rc = &reps[CPU_IDX(cpu)];
 	if (rc->owner == p->pid) {

@@ -41,11 +41,11 @@ static bool task_movable(struct task_struct *p)
 }
 
 /*
- * A CPU other than parked @cpu for @p: an idle one neither lent nor parked,
+ * A CPU other than withheld @cpu for @p: an idle one neither lent nor parked,
  * else the first allowed, online and not withheld in @cpu's steal order
  * (nearest first, bounded). -1 if none: @p stays, served by @cpu itself.
  */
-static s32 pick_unparked(struct task_struct *p, s32 cpu)
+static s32 pick_unwithheld(struct task_struct *p, s32 cpu)
 {
 	struct chameleon_steal_order *o;
 	u32 key = cpu, i, nr;
