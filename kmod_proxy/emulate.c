@@ -45,6 +45,8 @@
 
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
+#include <linux/delay.h>
+#include <linux/jiffies.h>
 #include <linux/idle_inject.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
@@ -66,6 +68,8 @@ MODULE_IMPORT_NS("IDLE_INJECT");
  * phase.
  */
 #define CHP_EMUL_PERIOD_US	10000
+/* How long chp_emul_detach() waits for an injection thread to sleep. */
+#define CHP_EMUL_QUIET_MS	1000
 #define CHP_EMUL_LEVELS		3
 /* 20 periods: enough to average one period's jitter out, quick to settle. */
 #define CHP_EMUL_ADJUST_MS	200
@@ -142,21 +146,58 @@ static int chp_emul_attach(int cpu)
 	return 0;
 }
 
+/*
+ * After idle_inject_stop(): has @t, the injection thread, gone back to sleep
+ * in its smpboot loop (or parked)? idle_inject_stop() waits only for the
+ * thread to be off its CPU; one preempted between its should_run check and
+ * idle_inject_fn() is off its CPU too, and runs idle_inject_fn() later: if
+ * the device was unregistered meanwhile, on a NULL device (seen: an oops in
+ * idle_inject_fn+0x47 during proxy_stress's ioctl fuzz, emulation switched
+ * off while CPUs were hotplugged). Waits up to CHP_EMUL_QUIET_MS.
+ */
+static bool chp_emul_quiet(struct task_struct *t)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(CHP_EMUL_QUIET_MS);
+
+	if (!t) {
+		/* Not found: wait out any idle period that may have begun. */
+		msleep(2 * CHP_EMUL_PERIOD_US / USEC_PER_MSEC);
+		return true;
+	}
+	while (task_is_running(t)) {
+		if (time_after(jiffies, end))
+			return false;
+		usleep_range(500, 1000);
+	}
+	return true;
+}
+
 static void chp_emul_detach(int cpu)
 {
 	struct chp_emul_cpu *ec = per_cpu_ptr(&chp_emul_cpu, cpu);
 
 	ec->failed = false;
+	if (ec->ii) {
+		idle_inject_stop(ec->ii);
+		if (chp_emul_quiet(ec->thread)) {
+			idle_inject_unregister(ec->ii);
+		} else {
+			/*
+			 * Leaked rather than freed under a running thread:
+			 * only this CPU cannot inject again until reboot.
+			 */
+			pr_err("CPU %d: injection thread still running, device not freed\n",
+			       cpu);
+			chp_emul_failures++;
+		}
+		ec->ii = NULL;
+		ec->duty = 0;
+		ec->injecting = false;
+	}
 	if (ec->thread) {
 		put_task_struct(ec->thread);
 		ec->thread = NULL;
 	}
-	if (!ec->ii)
-		return;
-	idle_inject_unregister(ec->ii);	/* stops the injection first */
-	ec->ii = NULL;
-	ec->duty = 0;
-	ec->injecting = false;
 }
 
 /* Nominal idle period at @duty, in us. */
