@@ -58,8 +58,8 @@ pub fn monotonic_ns() -> u64 {
 
 /// One reconcile of the untagged-load estimate: `current` is in force, `seen`
 /// the load measured over the last second, `pending` a higher load seen
-/// before and for how many reconciles in a row. Returns the load to apply
-/// now, if any, and the new `pending`.
+/// before (the lowest of a streak) and for how many reconciles in a row.
+/// Returns the load to apply now, if any, and the new `pending`.
 ///
 /// Asymmetric on purpose: taking CPUs from objects (a higher load) splits
 /// them, so the load must hold for UNTAGGED_STEADY reconciles and a shell or
@@ -74,14 +74,17 @@ pub fn untagged_step(current: usize, seen: usize, pending: Option<(usize, u32)>)
     if seen < current {
         return (Some(seen), None);
     }
-    let k = match pending {
-        Some((n, k)) if n == seen => k + 1,
-        _ => 1,
+    // Higher than in force: the streak goes on even if the load moves, and
+    // what applies is the lowest seen in it (a load that flickered between 4
+    // and 5 restarted an exact-match streak for 10 s in contention).
+    let (low, k) = match pending {
+        Some((n, k)) => (n.min(seen), k + 1),
+        None => (seen, 1),
     };
     if k >= UNTAGGED_STEADY {
-        (Some(seen), None)
+        (Some(low), None)
     } else {
-        (None, Some((seen, k)))
+        (None, Some((low, k)))
     }
 }
 
@@ -386,8 +389,10 @@ mod tests {
     #[test]
     fn a_higher_load_must_hold_before_objects_shrink() {
         assert_eq!(run(&[1, 1, 1, 1]), [0, 0, 1, 1]);
-        // A blip, or a load that changes, restarts the count.
-        assert_eq!(run(&[1, 1, 0, 1, 1, 2, 2, 2]), [0, 0, 0, 0, 0, 0, 0, 2]);
+        // A blip back to the load in force restarts the count.
+        assert_eq!(run(&[1, 1, 0, 1, 1, 2, 2, 2]), [0, 0, 0, 0, 0, 1, 1, 1]);
+        // A load that moves while above it does not; the lowest applies.
+        assert_eq!(run(&[4, 5, 4, 5, 5, 5]), [0, 0, 4, 4, 4, 5]);
     }
 
     #[test]
