@@ -98,6 +98,7 @@ struct rep_ctx {
 	u64	decision_cost;
 	u64	fused_at;
 	u64	split_at;
+	u64	split_fused_ns;		/* how long the object the last split ended lived */
 	u64	charged_until;		/* tax charged up to here */
 	u64	owner_off_at;		/* the owner stopped, runnable (0: it runs) */
 	s32	cpus[CHAMELEON_OBJ_MAX_CPUS];
@@ -278,7 +279,7 @@ static void emit_object(s32 rep, struct rep_ctx *rc, u64 latency, u32 flags,
 	ev->nr_cpus = rc->nr_cpus;
 	if (kind == CHAMELEON_EV_SPLIT) {
 		ev->reason = rc->reason;
-		ev->run_ns = rc->split_at - rc->fused_at;
+		ev->run_ns = rc->split_fused_ns;
 	}
 	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS)
 		ev->cpus[i] = i < rc->nr_cpus ? rc->cpus[i] : -1;
@@ -500,6 +501,12 @@ static void split(s32 rep, u32 reason)
 	nr = rc->nr_cpus;
 	rc->reason = reason;
 	rc->split_at = t0;
+	/*
+	 * Taken now: by the time the report goes out (when the lent CPUs are
+	 * back) the next fuse may have moved fused_at past split_at (a
+	 * superseded report read 2^64 - 5 ms).
+	 */
+	rc->split_fused_ns = t0 - rc->fused_at;
 	rc->decision_at = t0;
 	rc->pending_kind = CHAMELEON_EV_SPLIT;
 	for_each_lent(i, c, rc->cpus, nr) {

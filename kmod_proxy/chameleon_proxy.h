@@ -96,7 +96,7 @@ struct chameleon_proxy_cpu_stats {
 	__s32 proxied_by;	/* representative this CPU is lent to, or -1 */
 	__u32 flags;		/* CHAMELEON_PROXY_CPU_* */
 	__u32 nr_proxying;	/* CPUs lent to this one */
-	__u32 duty_pct;		/* emulated runnable share, 0 = not emulated */
+	__u32 duty_pm;		/* emulated runnable share (per mille), 0 = not emulated */
 	__u32 level;		/* last chameleon_proxy_speed() level */
 	__s32 idle_adjust_us;	/* emulation: idle period correction (timer lag) */
 	/* Interruptions counted while the CPU was lent, over finished lends */

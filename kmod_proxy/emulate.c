@@ -5,13 +5,13 @@
  * Chameleon fuses CPUs into faster "objects" on hardware that can; here we
  * emulate the speed difference on ordinary CPUs by idle injection: every CPU
  * runs only part of the time, and the representative of a fused object runs
- * a larger part, up to all of it. The shares for category "high" are those of
- * the paper's Table 2; "med" and "low" scale the gains down:
+ * a larger part, up to all of it. The shares are the paper's Table 2 (its
+ * "Dynamic" rows: a plain CPU is the 50 % baseline in every category):
  *
  *   category   plain CPU   level 1 (2 CPUs)   level 2 (4 CPUs)   gains
  *   high         50 %          75 %              100 %           1.5x, 2x
- *   med          67 %          83 %              100 %           1.25x, 1.5x
- *   low          80 %          90 %              100 %           1.125x, 1.25x
+ *   med          50 %          75 %              87.5 %          1.5x, 1.75x
+ *   low          50 %          62.5 %            75 %            1.25x, 1.5x
  *
  * Each online CPU gets its own idle_inject device (one CPU per device, so
  * every CPU can have its own duty cycle). The scheduler sets a CPU's level
@@ -74,15 +74,17 @@ MODULE_IMPORT_NS("IDLE_INJECT");
 /* 20 periods: enough to average one period's jitter out, quick to settle. */
 #define CHP_EMUL_ADJUST_MS	200
 
-static const u8 chp_duty[][CHP_EMUL_LEVELS] = {
-	[CHAMELEON_PROXY_CAT_LOW]	= { 80, 90, 100 },
-	[CHAMELEON_PROXY_CAT_MED]	= { 67, 83, 100 },
-	[CHAMELEON_PROXY_CAT_HIGH]	= { 50, 75, 100 },
+/* Runnable share per mille (Table 2 has 62.5 % and 87.5 %). */
+#define CHP_EMUL_FULL		1000
+static const u16 chp_duty[][CHP_EMUL_LEVELS] = {
+	[CHAMELEON_PROXY_CAT_LOW]	= { 500, 625, 750 },
+	[CHAMELEON_PROXY_CAT_MED]	= { 500, 750, 875 },
+	[CHAMELEON_PROXY_CAT_HIGH]	= { 500, 750, 1000 },
 };
 
 struct chp_emul_cpu {
 	struct idle_inject_device *ii;	/* under chp_mutex */
-	unsigned int duty;		/* applied %, 0 without a device */
+	unsigned int duty;		/* applied, per mille; 0 without a device */
 	bool injecting;			/* idle_inject_start() done */
 	bool failed;			/* no device could be had */
 	u32 level;			/* wanted; written by the kfunc */
@@ -138,7 +140,7 @@ static int chp_emul_attach(int cpu)
 		ec->failed = true;
 		return -EBUSY;
 	}
-	ec->duty = 100;
+	ec->duty = CHP_EMUL_FULL;
 	ec->adjust_pm = 0;
 	ec->injecting = false;
 	if (!ec->thread)
@@ -203,7 +205,7 @@ static void chp_emul_detach(int cpu)
 /* Nominal idle period at @duty, in us. */
 static int chp_emul_nominal_us(unsigned int duty)
 {
-	return CHP_EMUL_PERIOD_US * (100 - duty) / 100;
+	return CHP_EMUL_PERIOD_US * (CHP_EMUL_FULL - duty) / CHP_EMUL_FULL;
 }
 
 /* The correction at the current duty, in us. */
@@ -212,7 +214,7 @@ static int chp_emul_adjust_us(struct chp_emul_cpu *ec)
 	return chp_emul_nominal_us(ec->duty) * ec->adjust_pm / 1000;
 }
 
-/* ec->duty < 100 */
+/* ec->duty < CHP_EMUL_FULL */
 static void chp_emul_set_duration(struct chp_emul_cpu *ec)
 {
 	int idle_us = chp_emul_nominal_us(ec->duty);
@@ -248,7 +250,7 @@ static void chp_emul_apply(int cpu)
 		return;
 	ec->duty = duty;
 	chp_emul_rebase(ec);
-	if (duty >= 100) {
+	if (duty >= CHP_EMUL_FULL) {
 		if (ec->injecting)
 			idle_inject_stop(ec->ii);
 		ec->injecting = false;
@@ -285,7 +287,7 @@ static void chp_emul_adjust_cpu(struct chp_emul_cpu *ec)
 	if (wall_ns < CHP_EMUL_ADJUST_MS * NSEC_PER_MSEC / 2)
 		return;
 	inj_ns = READ_ONCE(ec->thread->se.sum_exec_runtime);
-	want_ns = div64_s64(wall_ns * (100 - ec->duty), 100);
+	want_ns = div64_s64(wall_ns * (CHP_EMUL_FULL - ec->duty), CHP_EMUL_FULL);
 	/*
 	 * Half of what was injected too little (or too much) over the window,
 	 * as a share of one period: added to (or taken from) each idle period.
@@ -412,7 +414,7 @@ void chp_emulate_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs)
 	struct chp_emul_cpu *ec = per_cpu_ptr(&chp_emul_cpu, cpu);
 
 	lockdep_assert_held(&chp_mutex);
-	cs->duty_pct = ec->duty;
+	cs->duty_pm = ec->duty;
 	cs->idle_adjust_us = ec->injecting ? chp_emul_adjust_us(ec) : 0;
 	cs->level = READ_ONCE(ec->level);
 }

@@ -45,6 +45,9 @@ pub struct Assigner {
     reread_topology: bool,
     /// CPUs parked (`scx_chameleon park`): not there for the node manager.
     parked: std::collections::BTreeSet<usize>,
+    /// Task-exit events are ignored (bench: Chameleon Fig. 6, "3*"); a gone
+    /// task is then found by the sleeper release or the reconcile.
+    ignore_exits: bool,
 }
 
 /// Nanoseconds on the clock bpf_ktime_get_ns() uses, to time decisions
@@ -136,7 +139,14 @@ impl Assigner {
             dirty: true,
             reread_topology,
             parked: Default::default(),
+            ignore_exits: false,
         }
+    }
+
+    /// Ignore task-exit events (see `ignore_exits`).
+    pub fn without_exit_notice(mut self, on: bool) -> Self {
+        self.ignore_exits = on;
+        self
     }
 
     /// The BPF value for a task's object.
@@ -226,6 +236,7 @@ impl Assigner {
                 // Moved out of every tagged cgroup: it gives its object up.
                 _ => self.withdraw(ev.pid),
             },
+            Kind::TaskExit if self.ignore_exits => Vec::new(),
             Kind::TaskExit => self.withdraw(ev.pid),
             Kind::Sleep if self.requesters.contains_key(&ev.pid) => {
                 self.asleep.entry(ev.pid).or_insert_with(Instant::now);

@@ -41,9 +41,9 @@ const IOC_STATS: u64 = ioc(IOC_READ | IOC_WRITE, 4, std::mem::size_of::<uapi::ch
 const IOC_RESET: u64 = ioc(0, 5, 0);
 
 /// Emulated speed-up of fused objects (`--emulate`): the module's categories.
-/// Duty cycles (a plain CPU, a level-1 representative, level 2): low 80 %,
-/// 90 %, 100 %; med 67 %, 83 %, 100 %; high 50 %, 75 %, 100 % (Chameleon's
-/// Table 2).
+/// Duty cycles (a plain CPU, a level-1 representative, level 2): low 50 %,
+/// 62.5 %, 75 %; med 50 %, 75 %, 87.5 %; high 50 %, 75 %, 100 % (Chameleon's
+/// Table 2, "Dynamic").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Emulate {
     Low,
@@ -195,7 +195,7 @@ impl Proxy {
         }
         if st.emulate_on != 0 {
             m.emulate = Some(["low", "med", "high"].get(st.emulate_category as usize).unwrap_or(&"?").to_string());
-            m.duty = cpus.iter().map(|c| c.duty_pct).collect();
+            m.duty = cpus.iter().map(|c| c.duty_pm).collect();
         }
         Ok(m)
     }

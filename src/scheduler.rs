@@ -54,6 +54,9 @@ pub struct Opts {
     pub control_path: std::path::PathBuf,
     /// Duty-cycle emulation of fused processors (needs chameleon_proxy).
     pub emulate: Option<crate::proxy::Emulate>,
+    /// Drop the policy's task-exit events (bench only: Chameleon Fig. 6's
+    /// "3*", the node manager without the exit notification).
+    pub no_exit_notice: bool,
 }
 
 impl Default for Opts {
@@ -70,6 +73,7 @@ impl Default for Opts {
             status_path: crate::status::DEFAULT_PATH.into(),
             control_path: crate::control::DEFAULT_PATH.into(),
             emulate: None,
+            no_exit_notice: false,
         }
     }
 }
@@ -317,7 +321,8 @@ impl<'a> Scheduler<'a> {
             struct_ops,
             opts: opts.clone(),
             nr_cpus,
-            assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path), opts.node_cpus.is_none()),
+            assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path), opts.node_cpus.is_none())
+                .without_exit_notice(opts.no_exit_notice),
             extra,
             control,
             proxy,

@@ -68,7 +68,7 @@ pub struct ModuleStatus {
     pub unpark_physical_ns: u64,
     /// CPUs the module took offline and still holds.
     pub offlined: Vec<usize>,
-    /// Emulation category (low, med, high) if on, with each CPU's duty cycle in %.
+    /// Emulation category (low, med, high) if on, with each CPU's duty cycle in per mille.
     pub emulate: Option<String>,
     pub duty: Vec<u32>,
 }

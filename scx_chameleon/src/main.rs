@@ -67,10 +67,14 @@ struct Cli {
 
     /// Emulate fused processors by duty cycles (needs the chameleon_proxy
     /// module): every CPU runs part of the time, a fused representative more.
-    /// low 80/90/100 %, med 67/83/100 %, high 50/75/100 % (Chameleon Table 2)
-    /// for a plain CPU / level 1 / level 2.
+    /// Every CPU 50 %; level 1 62.5/75/75 %, level 2 75/87.5/100 % for
+    /// low/med/high (Chameleon Table 2, "Dynamic").
     #[arg(long, value_name = "low|med|high", value_parser = parse_emulate)]
     emulate: Option<chameleon::proxy::Emulate>,
+
+    /// Bench only: ignore task-exit events (Chameleon Fig. 6 "3*").
+    #[arg(long, hide = true)]
+    no_exit_notice: bool,
 
     /// Log level (error, warn, info, debug, trace).
     #[arg(long, default_value = "info")]
@@ -199,7 +203,7 @@ fn print_status(snap: &chameleon::status::Snapshot) {
             chameleon::park::list(&m.offlined)
         );
         if let Some(e) = &m.emulate {
-            println!("module: emulate={e} duty={:?}", m.duty);
+            println!("module: emulate={e} duty_pm={:?}", m.duty);
         }
     }
 }
@@ -397,6 +401,7 @@ fn run() -> Result<()> {
         status_path: cli.status_file,
         control_path: cli.control_socket,
         emulate: cli.emulate,
+        no_exit_notice: cli.no_exit_notice,
     };
     opts.validate()?;
     // One agent at a time, held across restarts; taken before anything is

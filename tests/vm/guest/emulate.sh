@@ -92,6 +92,7 @@ proxy_ctl stats | grep -E "^cpu=($rep|$plain) " | sed 's/^/   /'
 scx_chameleon status | grep -o "kthread_kept=[0-9]*" | sed 's/^/   policy: objects kept through a bound kthread (injected idle, stopper): /'
 within "plain spinner's schedstat share (duty 50 %)" "$4" 450 550
 within "fused task's schedstat share (level 1, duty 75 %)" "$3" 700 800
+l1=$3 plain1=$4
 # Before cpu_release told injected idle apart, every idle period split it:
 # 113 splits in 4 s.
 [ "$5" -le 5 ] || fail "the level-1 object split $5 times in 4 s (injected idle must not split it)"
@@ -106,6 +107,10 @@ proxy_ctl stats | grep -E "^cpu=($rep|$plain) " | sed 's/^/   /'
 paste -d' ' /tmp/stat.a /tmp/stat.b | awk '{ printf "   /proc/stat cpu%s over the window (jiffies): user %d nice %d system %d idle %d iowait %d irq %d softirq %d\n", substr($1, 4), $13-$2, $14-$3, $15-$4, $16-$5, $17-$6, $18-$7, $19-$8 }'
 within "fused task's schedstat share (level 2, duty 100 %)" "$3" 930 1050
 within "plain spinner's schedstat share (duty 50 %)" "$4" 450 550
+# Chameleon Fig. 5's ordering, from the kernel's accounting: fused 4 > fused 2 > native.
+[ "$3" -gt "$l1" ] && [ "$l1" -gt "$plain1" ] && [ "$l1" -gt "$4" ] ||
+	fail "shares (per mille of baseline): level 2 $3, level 1 $l1, plain $plain1 / $4: want level 2 > level 1 > plain"
+ok "ordering holds: level 2 $3 > level 1 $l1 > plain $plain1, $4 (per mille of baseline)"
 
 kill $a $p
 stop_agent

@@ -27,6 +27,7 @@ check_local_times() {
 make_cgroup seq
 # Reference: B's work in 2 s alone on CPU 1, to express B's progress.
 solo=$(spin -c 1 2 | sed -n 's/.*loops=//p')
+shares=
 for case in "100 0 5" "1 30 70" "0.01 80 100"; do
 	set -- $case
 	tax=$1 lo=$2 hi=$3
@@ -71,5 +72,10 @@ for case in "100 0 5" "1 30 70" "0.01 80 100"; do
 	d=$(( 100 - pct - bpct )); [ $d -lt 0 ] && d=$(( -d ))
 	[ "$d" -le 15 ] || fail "tax $tax: B ran $bpct% of the time but A fused only $pct% (CPU 1 lent): disagree"
 	[ "$tax" = 1 ] && check_local_times
+	shares="$shares $pct"
 done
+# The figure's ordering: the lower the tax, the more A fuses.
+set -- $shares
+[ "$3" -gt "$2" ] && [ "$2" -gt "$1" ] || fail "fused shares at tax 100, 1, 0.01: $*; want increasing"
+ok "ordering holds: A fused $1% < $2% < $3% at tax 100, 1, 0.01"
 pass

@@ -160,9 +160,9 @@ static int cmd_stats(void)
 	for (i = 0; i < nr_cpu_ids; i++) {
 		const struct chameleon_proxy_cpu_stats *c = &cs[i];
 
-		printf("cpu=%u proxied_by=%d parked=%d offlined=%d duty=%u idle_adjust_us=%d irqs=%llu softirqs=%llu ipis=%llu timers=%llu online=%d pending=%d proxying=%u level=%u live_irqs=%llu live_softirqs=%llu live_ipis=%llu live_timers=%llu\n",
+		printf("cpu=%u proxied_by=%d parked=%d offlined=%d duty_pm=%u idle_adjust_us=%d irqs=%llu softirqs=%llu ipis=%llu timers=%llu online=%d pending=%d proxying=%u level=%u live_irqs=%llu live_softirqs=%llu live_ipis=%llu live_timers=%llu\n",
 		       i, c->proxied_by, !!(c->flags & CHAMELEON_PROXY_CPU_PARKED),
-		       !!(c->flags & CHAMELEON_PROXY_CPU_OFFLINED), c->duty_pct, c->idle_adjust_us,
+		       !!(c->flags & CHAMELEON_PROXY_CPU_OFFLINED), c->duty_pm, c->idle_adjust_us,
 		       (unsigned long long)c->irqs, (unsigned long long)c->softirqs,
 		       (unsigned long long)c->ipis, (unsigned long long)c->timers,
 		       !!(c->flags & CHAMELEON_PROXY_CPU_ONLINE),

@@ -1,0 +1,110 @@
+#!/bin/sh
+# Benchmark (not a test): scheduling overhead against EEVDF and two scx peers,
+# in one VM boot, in interleaved rounds. Driven by bench/overhead.
+#   bench_overhead.sh ROUNDS SCHEDULERS...
+# SCHEDULERS from: eevdf chameleon chameleon-tags (a level-1 tag on an empty
+# cgroup: tags present but idle) scx_cosmos scx_bpfland. Each round runs every
+# scheduler in turn (the order rotates each round), each through the same
+# workloads; every result is printed as
+#   BENCH row ROUND SCHED WORKLOAD VALUE UNIT
+# ("s" lower is better; "ops/s" higher is better). With
+# kernel.bpf_stats_enabled the struct_ops programs' run time and count over
+# each scheduler's whole set are printed as
+#   BENCH bpf ROUND SCHED PROG RUN_NS RUN_CNT
+. /opt/chameleon/guest/lib.sh
+TEST=bench_overhead
+rounds=$1
+shift
+scheds=$*
+
+# The workloads: small enough that a round of five schedulers stays within
+# minutes under TCG, large enough (>= ~2 s each) that one tick is noise.
+PIPE_LOOPS=${PIPE_LOOPS:-20000}
+MSG_LOOPS=${MSG_LOOPS:-40}
+HB_LOOPS=${HB_LOOPS:-60}
+SWITCH_S=${SWITCH_S:-4}
+
+echo 1 >/proc/sys/kernel/bpf_stats_enabled || fail "no bpf_stats_enabled"
+make_cgroup idle
+
+start_sched() {
+	case $1 in
+	eevdf) return 0 ;;
+	chameleon) start_agent ;;
+	chameleon-tags) start_agent --tag idle=level:1,tax:1 ;;
+	scx_*)
+		"$1" >/tmp/$1.log 2>&1 &
+		PEER_PID=$!
+		t0=$(now_ms)
+		until [ "$(state)" = enabled ]; do
+			kill -0 $PEER_PID 2>/dev/null || fail "$1 exited: $(tail -n 3 /tmp/$1.log | tr '\n' '|')"
+			[ $(( $(now_ms) - t0 )) -lt 60000 ] || fail "$1 not enabled in 60 s"
+			usleep 20000
+		done
+		ok "$1 attached (ops $(ops))" ;;
+	*) fail "unknown scheduler $1" ;;
+	esac
+}
+stop_sched() {
+	case $1 in
+	eevdf) ;;
+	chameleon*) stop_agent ;;
+	scx_*)
+		kill -INT $PEER_PID
+		wait $PEER_PID
+		wait_state disabled 30000 >/dev/null || fail "$1 did not detach" ;;
+	esac
+}
+
+# The struct_ops programs loaded now: "name run_time_ns run_cnt" per line.
+bpf_progs() {
+	bpftool prog show 2>/dev/null | awk '
+		/^[0-9]+: struct_ops/ { name = ""; for (i = 1; i <= NF; i++) if ($i == "name") name = $(i + 1) }
+		/run_time_ns/ && name != "" { for (i = 1; i <= NF; i++) {
+			if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
+			print name, t, c; name = "" }'
+}
+
+# seconds from perf's "Total time: X [sec]" / hackbench's "Time: X"
+total_time() { sed -n 's/.*Total time: *\([0-9.]*\).*/\1/p; s/^Time: *\([0-9.]*\).*/\1/p' | tail -n 1; }
+
+row() { echo "BENCH row $round $sched $1 $2 $3"; }
+
+workloads() {
+	v=$(perf bench sched pipe -l "$PIPE_LOOPS" 2>&1 | total_time)
+	row pipe "${v:--}" s
+	v=$(taskset -c 1 perf bench sched pipe -l "$PIPE_LOOPS" 2>&1 | total_time)
+	row pipe-pinned "${v:--}" s
+	v=$(perf bench sched messaging -g 4 -l "$MSG_LOOPS" 2>&1 | total_time)
+	row messaging "${v:--}" s
+	v=$(hackbench -g 4 -l "$HB_LOOPS" 2>&1 | total_time)
+	row hackbench "${v:--}" s
+	# stress-ng's context-switch stressor: switches per second (bogo ops/s, real time).
+	v=$(stress-ng --switch 2 --timeout "${SWITCH_S}s" --metrics-brief 2>&1 |
+		awk '$3 == "switch" || $4 == "switch" { for (i = 1; i <= NF; i++) if ($i == "switch") { print $(i + 5); exit } }')
+	row switch "${v:--}" ops/s
+}
+
+round=1
+while [ $round -le "$rounds" ]; do
+	# Rotate the order: no scheduler always runs first (cold) or last.
+	set -- $scheds
+	k=$(( (round - 1) % $# ))
+	while [ $k -gt 0 ]; do
+		first=$1; shift; set -- "$@" "$first"; k=$((k - 1))
+	done
+	for sched in "$@"; do
+		start_sched $sched
+		bpf_progs >/tmp/bpf.before
+		workloads
+		bpf_progs >/tmp/bpf.after
+		awk -v r=$round -v s=$sched 'NR == FNR { t[$1] = $2; c[$1] = $3; next }
+			{ dt = $2 - t[$1]; dc = $3 - c[$1]; if (dc > 0) print "BENCH bpf", r, s, $1, dt, dc }' \
+			/tmp/bpf.before /tmp/bpf.after
+		stop_sched $sched
+		# A detach leaves the machine settling (kthreads, RCU): let it.
+		sleep 1
+	done
+	round=$((round + 1))
+done
+pass
