@@ -177,19 +177,20 @@ impl Assigner {
                 Some(o) => {
                     let value = Self::value(o, self.requesters.get(&ch.pid).map(|(p, _, _)| p));
                     crate::out!(
-                        "assign pid={} cpus={:?} gen={} tax={}.{:02}",
+                        "assign pid={} cpus={:?} gen={} tax={}.{:02} ts_ns={}",
                         ch.pid,
                         o.cpus,
                         o.gen,
                         value.tax / 100,
-                        value.tax % 100
+                        value.tax % 100,
+                        monotonic_ns()
                     );
                     if let Err(e) = map.update(&key, as_bytes(&value), MapFlags::ANY) {
                         warn!("publishing the object of pid {}: {e}", ch.pid);
                     }
                 }
                 None => {
-                    crate::out!("unassign pid={}", ch.pid);
+                    crate::out!("unassign pid={} ts_ns={}", ch.pid, monotonic_ns());
                     // ENOENT is fine: the task never had an object.
                     let _ = map.delete(&key);
                 }

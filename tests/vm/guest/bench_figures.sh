@@ -72,9 +72,9 @@ fig3() {
 		stop_agent
 		idle=$(idle_pct "$i0" "$i1")
 		# Execution time relative to the task alone on a baseline CPU.
-		csv "$tax,$(fused_pct $a),$idle,$as,$bs,$base,$(echo "$base $as" | awk '{ printf "%.3f", $1 / $2 }')," \
-			"$(echo "$base $bs" | awk '{ printf "%.3f", $2 ? $1 / $2 : 0 }'),$(count_events fuse),$(count_events split)" |
-			tr -d ' '
+		ra=$(echo "$base $as" | awk '{ printf "%.3f", $1 / $2 }')
+		rb=$(echo "$base $bs" | awk '{ printf "%.3f", $2 ? $1 / $2 : 0 }')
+		csv "$tax,$(fused_pct $a),$idle,$as,$bs,$base,$ra,$rb,$(count_events fuse),$(count_events split)"
 	done
 }
 
@@ -125,20 +125,20 @@ fig5() {
 	done
 }
 
-# alloc_sampler PIDS_FILE: every 200 ms, each live task's object size, as
-# "t_ms,name,size" lines into /tmp/alloc (names from PIDS_FILE: "pid name").
-alloc_sampler() {
-	t0=$(now_ms)
-	while :; do
-		scx_chameleon status >/tmp/st.s 2>/dev/null
-		t=$(( $(now_ms) - t0 ))
-		while read -r pid name; do
-			kill -0 "$pid" 2>/dev/null || continue
-			sz=$(sed -n "s/^pid $pid: .*-> \[\(.*\)\]$/\1/p" /tmp/st.s | awk -F, '{ print NF }')
-			echo "$t,$name,${sz:-0}"
-		done <"$1" >>/tmp/alloc
-		usleep 200000
-	done
+# alloc_from_log T0_NS PIDS_FILE: every object the agent published for the
+# tasks in PIDS_FILE ("pid name" lines), from its log ("assign pid=P
+# cpus=[..] ... ts_ns=T", "unassign pid=P ts_ns=T"), as "t_ms,name,size"
+# (size 0: no object), t from T0_NS (now_ns). Polling `status` from the
+# shell was too slow under TCG (two samples in 10 s).
+alloc_from_log() {
+	awk -v t0="$1" 'NR == FNR { name[$1] = $2; next }
+		/^(assign|unassign) pid=/ {
+			split($2, kv, "="); pid = kv[2]
+			if (!(pid in name)) next
+			ts = $NF; sub(/^ts_ns=/, "", ts)
+			size = 0
+			if ($1 == "assign") { c = $0; sub(/.*cpus=\[/, "", c); sub(/\].*/, "", c); size = split(c, x, ",") }
+			printf "%d,%s,%d\n", (ts - t0) / 1000000, name[pid], size }' "$2" "$AGENT_LOG"
 }
 
 # --- Figure 6: 2, 3, 4 sequential tasks on 8 CPUs (4 cores x 2) of 10: the
@@ -159,7 +159,7 @@ fig6() {
 		start_agent --events --emulate high $flags --node-cpus 0-7 --tag seq=level:2,weight:1,tax:1
 		base=$(baseline 8)
 		: >/tmp/pids
-		: >/tmp/alloc
+		t0=$(now_ns)
 		i=1
 		# Different amounts, so that they end one after the other and the
 		# CPUs of the first to end go to the others (the paper's 3 case).
@@ -168,12 +168,9 @@ fig6() {
 			echo "$! seq$i" >>/tmp/pids
 			i=$((i + 1))
 		done
-		alloc_sampler /tmp/pids &
-		sampler=$!
 		for p in $(cut -d' ' -f1 /tmp/pids); do wait $p; done
-		kill $sampler
-		wait $sampler 2>/dev/null
 		stop_agent
+		alloc_from_log "$t0" /tmp/pids >/tmp/alloc
 		i=1
 		while [ $i -le "$n" ]; do
 			set -- $(sed 's/.*work_ms=\([0-9]*\) wall_ms=\([0-9.]*\).*/\1 \2/' /tmp/w$i.out)
@@ -210,8 +207,9 @@ fig7() {
 			stop_agent
 			sw=$(cat /tmp/s1.out /tmp/s2.out | sed 's/.*wall_ms=\([0-9.]*\).*/\1/' | awk '{ s += $1 } END { printf "%.1f", s / NR }')
 			pw=$(sed 's/.*wall_ms=\([0-9.]*\).*/\1/' /tmp/par.out)
-			csv "$binding,$tax,$(echo "$seq_ms $sw $base" | awk '{ printf "%.3f", $1 / $2 / ($3 / 1000) }')," \
-				"$(echo "$((par_ms * n)) $pw $base" | awk '{ printf "%.3f", $1 / $2 / ($3 / 1000) }'),$sw,$pw,$base" | tr -d ' '
+			ss=$(echo "$seq_ms $sw $base" | awk '{ printf "%.3f", $1 / $2 / ($3 / 1000) }')
+			ps=$(echo "$((par_ms * n)) $pw $base" | awk '{ printf "%.3f", $1 / $2 / ($3 / 1000) }')
+			csv "$binding,$tax,$ss,$ps,$sw,$pw,$base"
 		done
 	done
 }
@@ -227,34 +225,30 @@ fig8() {
 	start_agent --events --tag astar=level:2,weight:1,tax:1 \
 		--tag lbm=level:2,weight:2,tax:1 --tag sjeng=level:2,weight:3,tax:1
 	: >/tmp/pids
-	: >/tmp/alloc
+	t0n=$(now_ns)
 	spin -g /sys/fs/cgroup/astar $((step * 5)) >/dev/null &
 	echo "$! astar1" >>/tmp/pids
 	spin -g /sys/fs/cgroup/astar $((step * 5)) >/dev/null &
 	echo "$! astar2" >>/tmp/pids
-	alloc_sampler /tmp/pids &
-	sampler=$!
 	t0=$(now_ms)
 	echo "BENCH csv fig8_events.csv t_ms,event,what"
 	sleep "$step"
-	echo "BENCH csv fig8_events.csv $(( $(now_ms) - t0 )),a,lbm starts"
+	echo "BENCH csv fig8_events.csv $(( ($(now_ns) - t0n) / 1000000 )),a,lbm starts"
 	spin -g /sys/fs/cgroup/lbm $((step * 2)) >/dev/null &
 	echo "$! lbm" >>/tmp/pids
 	sleep "$step"
-	echo "BENCH csv fig8_events.csv $(( $(now_ms) - t0 )),b,sjeng starts"
+	echo "BENCH csv fig8_events.csv $(( ($(now_ns) - t0n) / 1000000 )),b,sjeng starts"
 	spin -g /sys/fs/cgroup/sjeng $((step * 2)) >/dev/null &
 	echo "$! sjeng" >>/tmp/pids
 	sleep "$step"
-	echo "BENCH csv fig8_events.csv $(( $(now_ms) - t0 )),c,lbm ends"
+	echo "BENCH csv fig8_events.csv $(( ($(now_ns) - t0n) / 1000000 )),c,lbm ends"
 	sleep "$step"
-	echo "BENCH csv fig8_events.csv $(( $(now_ms) - t0 )),d,sjeng ends"
+	echo "BENCH csv fig8_events.csv $(( ($(now_ns) - t0n) / 1000000 )),d,sjeng ends"
 	sleep "$step"
-	kill $sampler
-	wait $sampler 2>/dev/null
 	wait
 	stop_agent
 	echo "BENCH csv fig8.csv t_ms,task,size"
-	sed 's/^/BENCH csv fig8.csv /' /tmp/alloc
+	alloc_from_log "$t0n" /tmp/pids | sed 's/^/BENCH csv fig8.csv /'
 }
 
 case $fig in

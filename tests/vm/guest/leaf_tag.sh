@@ -16,7 +16,7 @@ wait_log "fuse cpu=0 pid=$a " 3000 "the task in the tagged leaf never fused"
 ok "task in par/leaf (no cpu controller of its own) got {0,1} and fused"
 # A move between siblings under one cpu cgroup: no cgroup_move call at all.
 echo $a >/sys/fs/cgroup/par/other/cgroup.procs || fail "move failed"
-wait_log "^unassign pid=$a" 3000 "moved to the untagged par/other, it kept its object"
+wait_log "^unassign pid=$a " 3000 "moved to the untagged par/other, it kept its object"
 ok "moved to par/other (untagged): object withdrawn"
 t=$(grep -c "^assign pid=$a" "$AGENT_LOG")
 echo $a >/sys/fs/cgroup/par/leaf/cgroup.procs || fail "move back failed"

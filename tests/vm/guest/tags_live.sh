@@ -33,7 +33,7 @@ echo "$st" | grep -q "^counters: .*fuse=[1-9]" || fail "status lacks counters: $
 ok "status shows the object, the tag, CPU states and counters"
 
 scx_chameleon untag seq >/dev/null || fail "untag failed"
-wait_log "^unassign pid=$a$" 2000 "object not withdrawn after untag"
+wait_log "^unassign pid=$a " 2000 "object not withdrawn after untag"
 sleep 0.3
 n=$(grep -c "^event  *fuse .*pid=$a " "$AGENT_LOG")
 sleep 1
