@@ -245,7 +245,8 @@ fig8() {
 	sleep "$step"
 	echo "BENCH csv fig8_events.csv $(( ($(now_ns) - t0n) / 1000000 )),d,sjeng ends"
 	sleep "$step"
-	wait
+	# (not a bare wait: the agent is a child too)
+	for p in $(cut -d' ' -f1 /tmp/pids); do wait "$p"; done
 	stop_agent
 	echo "BENCH csv fig8.csv t_ms,task,size"
 	alloc_from_log "$t0n" /tmp/pids | sed 's/^/BENCH csv fig8.csv /'
