@@ -1,6 +1,6 @@
 # Front door. Everything slow (the trixie toolchain root, cargo's target dir)
 # is cached under ${XDG_CACHE_HOME:-~/.cache}/scx_chameleon, keyed by its inputs.
-.PHONY: all setup build test test-host test-vm demo soak clean
+.PHONY: all setup build test test-host test-vm demo soak bench clean
 
 all: build
 
@@ -33,6 +33,11 @@ SOAK_SOCKETS ?= 2
 soak:
 	scripts/build.sh
 	tests/vm/run --no-build --cpus $(SOAK_CPUS) --sockets $(SOAK_SOCKETS) --timeout $$(( $(SOAK_S) + 600 )) -- env SOAK_S=$(SOAK_S) soak.sh
+
+# bench/REPORT.md: Chameleon's figures in the VM and the overhead against
+# EEVDF and the scx peers (needs crates.io and Debian once; ~25 min).
+bench:
+	bench/run
 
 clean:
 	scripts/in-root --bind "$(CURDIR)" -- make -s -C /usr/src/linux-headers-$$(. scripts/config.sh; echo $$KVER) M="$(CURDIR)/kmod_proxy" clean

@@ -14,6 +14,7 @@
 . /opt/chameleon/guest/lib.sh
 TEST=bench_figures
 fig=$1
+echo "BENCH header $(uname -r)"
 shift
 
 csv() { echo "BENCH csv $fig.csv $*"; }
@@ -191,7 +192,7 @@ fig7() {
 	insmod /opt/chameleon/chameleon_proxy.ko || fail "insmod"
 	make_cgroup seq
 	n=$(nproc)
-	csv "binding,tax,seq_speedup,par_speedup,seq_wall_ms,par_wall_ms,base_pm"
+	csv "binding,tax,seq_speedup,par_speedup,seq_wall_ms,par_wall_ms,base_pm,seq_fused_pct,fuses,assigns"
 	for binding in static dynamic; do
 		for tax in 100 1 0.01; do
 			start_agent --events --emulate high --tag seq=level:2,weight:1,tax:$tax
@@ -209,7 +210,9 @@ fig7() {
 			pw=$(sed 's/.*wall_ms=\([0-9.]*\).*/\1/' /tmp/par.out)
 			ss=$(echo "$seq_ms $sw $base" | awk '{ printf "%.3f", $1 / $2 / ($3 / 1000) }')
 			ps=$(echo "$((par_ms * n)) $pw $base" | awk '{ printf "%.3f", $1 / $2 / ($3 / 1000) }')
-			csv "$binding,$tax,$ss,$ps,$sw,$pw,$base"
+			fp=$(( ($(fused_pct $s1) + $(fused_pct $s2)) / 2 ))
+			echo "fig7 $binding tax $tax: split reasons: $(grep -E '^event +split ' "$AGENT_LOG" | sed 's/.*reason=\([a-z]*\).*/\1/' | sort | uniq -c | tr '\n' ' ')"
+			csv "$binding,$tax,$ss,$ps,$sw,$pw,$base,$fp,$(count_events fuse),$(grep -c '^assign ' "$AGENT_LOG")"
 		done
 	done
 }

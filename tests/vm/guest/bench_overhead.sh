@@ -16,6 +16,7 @@ TEST=bench_overhead
 rounds=$1
 shift
 scheds=$*
+echo "BENCH header $(uname -r)"
 
 # The workloads: small enough that a round of five schedulers stays within
 # minutes under TCG, large enough (>= ~2 s each) that one tick is noise.
