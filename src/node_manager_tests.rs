@@ -254,3 +254,18 @@ fn cpus_offline_at_start_join_their_node_when_they_come_online() {
     assert_eq!(m.object(1).unwrap().cpus, vec![0, 1, 2, 3]);
     check_invariants(&m);
 }
+
+#[test]
+fn online_cpus_outside_every_node_are_no_supply() {
+    // --node-cpus 0-7 on a machine with 10 CPUs online (bench Fig. 6): CPUs
+    // 8 and 9 are in no node. Counted as supply, they made room for two
+    // objects of 4 and none for the third task (4, 4, 0).
+    let mut m = NodeManager::new(nodes(&[8]), 0..10, 3);
+    for pid in 1..=3 {
+        m.request(pid, L2);
+    }
+    let mut got = sizes(&m, &[1, 2, 3]);
+    got.sort();
+    assert_eq!(got, vec![2, 2, 4]);
+    check_invariants(&m);
+}

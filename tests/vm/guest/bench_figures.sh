@@ -172,6 +172,10 @@ fig6() {
 		for p in $(cut -d' ' -f1 /tmp/pids); do wait $p; done
 		stop_agent
 		alloc_from_log "$t0" /tmp/pids >/tmp/alloc
+		# For the record (the VM log): what the agent did for these tasks.
+		pids=$(cut -d' ' -f1 /tmp/pids | tr '\n' '|')
+		grep -E "^(assign|unassign|rebalanced)|^event +(demand|sleep|wake|task_exit) .*pid=(${pids%|}) " "$AGENT_LOG" |
+			sed "s/^/fig6 $case: /" | head -n 200
 		i=1
 		while [ $i -le "$n" ]; do
 			set -- $(sed 's/.*work_ms=\([0-9]*\) wall_ms=\([0-9.]*\).*/\1 \2/' /tmp/w$i.out)
