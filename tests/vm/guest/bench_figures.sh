@@ -34,6 +34,13 @@ isolate() {
 	WORK=$(printf '%x' $(( (1 << HOUSE) - 1 )))
 }
 
+# The emulated figures' common start: the house, the module, the cgroup seq.
+isolated_emulation() {
+	isolate
+	insmod /opt/chameleon/chameleon_proxy.ko || fail "insmod"
+	make_cgroup seq
+}
+
 # share PID MS: the task's CPU time over the next MS, per mille of the window.
 share() { cpu_share "$2" "$1" || fail "cpu_share $1"; }
 
@@ -52,9 +59,7 @@ baseline() {
 # --- Figure 3: taxation, A (level 1, object {0,1}) against B pinned to CPU 1.
 fig3() {
 	secs=${1:-12}
-	isolate
-	insmod /opt/chameleon/chameleon_proxy.ko || fail "insmod"
-	make_cgroup seq
+	isolated_emulation
 	csv "tax,a_fused_pct,cpu1_idle_pct,a_share_pm,b_share_pm,base_pm,a_rel_time,b_rel_time,fuses,splits"
 	for tax in 100 1 0.01; do
 		start_agent --events --emulate high --tag seq=level:1,tax:$tax
@@ -101,9 +106,7 @@ fig4() {
 # three speed-up categories (Table 2). 6 CPUs: object {0..3}, plain CPU 4.
 fig5() {
 	secs=${1:-4}
-	isolate
-	insmod /opt/chameleon/chameleon_proxy.ko || fail "insmod"
-	make_cgroup seq
+	isolated_emulation
 	csv "category,native_pm,fused2_pm,fused4_pm,speedup2,speedup4"
 	for cat in low med high; do
 		start_agent --events --emulate $cat
@@ -148,9 +151,7 @@ alloc_from_log() {
 # speed-up = (work / wall) over the baseline share (measured on CPU 8).
 fig6() {
 	work_ms=${1:-4000}
-	isolate
-	insmod /opt/chameleon/chameleon_proxy.ko || fail "insmod"
-	make_cgroup seq
+	isolated_emulation
 	csv "case,task,work_ms,wall_ms,speedup"
 	: >/tmp/alloc_all
 	for case in 2 3 3star 4; do
