@@ -15,8 +15,10 @@
  * - select_cpu: the kernel's default idle-CPU search (a lent CPU looks idle
  *   but is not: a really idle one is preferred). A task that finds an idle
  *   CPU goes straight to its local queue.
- * - runnable/quiescent: a task's wake and sleep, however it is dispatched:
- *   its tag is checked, its virtual threads placed, the agent told if needed.
+ * - runnable, stopping(!runnable): a task's wake and sleep, however it is
+ *   dispatched: its tag is checked, its virtual threads placed, the agent
+ *   told if needed. No ops.quiescent: every struct_ops call costs on each
+ *   wakeup, and stopping() already sees every sleep.
  * - enqueue: queue on the task's CPU (its representative if it has an
  *   object), vtime rebased to that CPU's clock, with one slice of credit and
  *   capped so that no one waits longer than CHAMELEON_WAIT_BOUND_NS behind a
@@ -211,12 +213,31 @@ static bool is_pcpu_kthread(struct task_struct *p)
 }
 
 /*
+ * @cpu is the CPU we run on and a task (not its idle loop) runs there: it
+ * goes through dispatch when that task stops, so it needs no kick.
+ */
+static bool running_here(s32 cpu)
+{
+	struct task_struct *curr;
+
+	if (cpu != bpf_get_smp_processor_id())
+		return false;
+	curr = bpf_get_current_task_btf();
+	return curr->pid != 0;
+}
+
+/*
  * A task's own (leaf) cgroup. Tags follow it, not the nearest cgroup with the
  * cpu controller that the kernel passes to the cgroup ops.
  */
 static u64 task_cgroup_id(struct task_struct *p)
 {
-	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+	/*
+	 * Plain loads through the task's BTF pointer (ops run under RCU), not
+	 * BPF_CORE_READ()'s four probe-read helper calls: this runs on every
+	 * wakeup and enqueue.
+	 */
+	return p->cgroups->dfl_cgrp->kn->id;
 }
 
 static struct chameleon_event *event_reserve(u32 kind, s32 cpu)
@@ -440,14 +461,14 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
  * Keep @p in the count of runnable untagged tasks iff it is runnable (@add),
  * untagged and not the agent. The node manager keeps that many CPUs native
  * (untagged load). Called under the runqueue lock of @p's CPU, whose counter
- * it changes, so plain increments do. Only runnable/quiescent and a tag
- * change move the count: the kernel calls neither hook for a migration, so a
+ * it changes, so plain increments do. Only runnable, stopping(!runnable) and
+ * a tag change move the count: the kernel calls none for a migration, so a
  * task moving between CPUs is never missed, as it is by /proc/stat's
  * procs_running, which the kernel sums over the runqueues without a lock.
  */
-static void count_untagged(struct task_struct *p, struct task_ctx *tctx, bool add)
+static void count_untagged(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+			   bool add)
 {
-	s32 cpu = scx_bpf_task_cpu(p);
 	bool want = add && !tctx->tagged && p->tgid != agent_tgid;
 
 	if (want == !!tctx->counted || !cpu_valid(cpu))
@@ -471,7 +492,7 @@ void BPF_STRUCT_OPS(chameleon_runnable, struct task_struct *p, u64 enq_flags)
 	if (!tctx)
 		return;
 	tag_check(p, tctx);
-	count_untagged(p, tctx, true);
+	count_untagged(p, tctx, scx_bpf_task_cpu(p), true);
 	if (!tctx->tagged)
 		return;
 	if (assignment_of(p, &a))
@@ -486,24 +507,36 @@ void BPF_STRUCT_OPS(chameleon_runnable, struct task_struct *p, u64 enq_flags)
 }
 
 /*
- * @p stops being runnable. The agent frees the object of a long sleeper, so a
- * sleeping task that holds one is reported (and its wake, then); tagged tasks
- * without an object cost no event.
+ * @p stops being runnable (stopping() with !runnable: it blocks, exits or
+ * is dequeued for a property change while it runs; a queued task that
+ * never ran cannot block). The agent frees the object of a long sleeper,
+ * so a sleeping task that holds one is reported (and its wake, then);
+ * tagged tasks without an object cost no event. Done here rather than in
+ * ops.quiescent: one struct_ops call less per sleep, and a task dequeued
+ * for a property change while queued stays counted.
  */
-void BPF_STRUCT_OPS(chameleon_quiescent, struct task_struct *p, u64 deq_flags)
+static void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 {
-	struct task_ctx *tctx = task_ctx(p);
 	s32 pid = p->pid;
 
-	if (!tctx)
-		return;
-	count_untagged(p, tctx, false);
-	if (!tctx->tagged || !(deq_flags & SCX_DEQ_SLEEP))
+	count_untagged(p, tctx, cpu, false);
+	if (!tctx->tagged || p->__state == 0 /* TASK_RUNNING: not a sleep */)
 		return;
 	if (!bpf_map_lookup_elem(&assignments, &pid))
 		return;
 	tctx->sleep_told = 1;
-	emit(CHAMELEON_EV_SLEEP, scx_bpf_task_cpu(p), p);
+	emit(CHAMELEON_EV_SLEEP, cpu, p);
+}
+
+/* Both of @cpu's queues hold no task that would run before @vtime there. */
+static bool owner_next(s32 cpu, u64 vtime)
+{
+	struct task_struct *head;
+
+	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu))
+		return false;
+	head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	return !head || !chameleon_vtime_before(head->scx.dsq_vtime, vtime);
 }
 
 void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
@@ -520,9 +553,14 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_dsq_insert(p, SCX_DSQ_GLOBAL, slice_ns, enq_flags);
 		return;
 	}
-	tag_check(p, tctx);
-	/* A retag reaches a task that never sleeps here. */
-	count_untagged(p, tctx, true);
+	/*
+	 * A retag reaches a task that never sleeps here; a waking task had
+	 * its check in runnable() just now.
+	 */
+	if (!(enq_flags & SCX_ENQ_WAKEUP)) {
+		tag_check(p, tctx);
+		count_untagged(p, tctx, cpu, true);
+	}
 
 	rep = task_rep(p, tctx);
 	if (rep >= 0) {
@@ -570,15 +608,35 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	if (st)
 		st->nr_enqueued++;
 	/*
-	 * A task that can run here only, with nothing queued here: straight
-	 * to the local queue, where it runs next whatever the order (nobody
-	 * else can steal it), and the CPU skips a dispatch when the current
-	 * task blocks (pinned pipe ping-pong: every wakeup).
+	 * A task that can run here only, with both queues here empty:
+	 * straight to the local queue, where it runs next whatever the order
+	 * (nobody else can steal it), and the CPU skips a dispatch when the
+	 * current task blocks (pinned pipe ping-pong: every wakeup). Never
+	 * behind another task in the local queue: two pinned tasks taking
+	 * turns there would keep the CPU out of ops.dispatch for good, and
+	 * with it whatever only this CPU can take from the other queues
+	 * (rt_hog: a task drained to the global queue waited there).
 	 */
 	if (!task_movable(p) && !withheld(cpu) && !scx_bpf_dsq_nr_queued(cpu) &&
 	    !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu)) {
+		/*
+		 * No kick: an insert into a local queue reschedules the CPU
+		 * if it idles (the kernel's dispatch_enqueue()). A kick here
+		 * would be an irq_work for nothing, and on this CPU, whose
+		 * runqueue lock we hold, always a self-IPI.
+		 */
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
+	/*
+	 * A task with an object that runs next on its representative anyway
+	 * (nobody queued there is ahead of it) waits in the local queue there,
+	 * where no other CPU can steal it: a stolen owner runs elsewhere and
+	 * its object ends (bench Fig. 7: 47-66 such splits per run under full
+	 * load). Only into an empty local queue, like the pinned path above.
+	 */
+	if (rep >= 0 && !withheld(cpu) && owner_next(cpu, vtime)) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 		return;
 	}
 	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, vtime, enq_flags);
@@ -604,7 +662,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 * search (pinned pipe ping-pong enqueues here every wakeup).
 	 */
 	if (!task_movable(p)) {
-		if (!cpu_borrowed(cpu))
+		if (!cpu_borrowed(cpu) && !running_here(cpu))
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
@@ -841,7 +899,12 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 	struct rep_ctx *rc;
 	u64 delta, now;
 
-	if (!tctx || !tctx->started_at || !cpu_valid(cpu))
+	if (!tctx)
+		return;
+	/* Whatever else is skipped below, a sleep leaves the counts. */
+	if (!runnable)
+		task_leaves(p, tctx, cpu);
+	if (!tctx->started_at || !cpu_valid(cpu))
 		return;
 	cc = cpu_ctx(cpu);
 	now = bpf_ktime_get_ns();
@@ -957,6 +1020,11 @@ void BPF_STRUCT_OPS(chameleon_disable, struct task_struct *p)
 
 	if (!tctx)
 		return;
+	/*
+	 * Leaving sched_ext (exit, or another class) while counted runnable:
+	 * no stopping(!runnable) follows to uncount it.
+	 */
+	count_untagged(p, tctx, cpu, false);
 	if (tctx->fused_rep) {
 		struct rep_ctx *rc = rep_ctx(tctx->fused_rep - 1);
 
@@ -1069,7 +1137,16 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(chameleon_init)
 
 void BPF_STRUCT_OPS(chameleon_exit, struct scx_exit_info *ei)
 {
+	void *rec;
+
 	UEI_RECORD(uei, ei);
+	/*
+	 * Wake the agent, which sleeps on the ring buffer, so that it sees the
+	 * exit now: a discarded record carries no event, only the wakeup.
+	 */
+	rec = bpf_ringbuf_reserve(&events, sizeof(struct chameleon_event), 0);
+	if (rec)
+		bpf_ringbuf_discard(rec, BPF_RB_FORCE_WAKEUP);
 }
 
 #include "dump.bpf.h"
@@ -1081,7 +1158,6 @@ SCX_OPS_DEFINE(chameleon_ops,
 	       .runnable	= (void *)chameleon_runnable,
 	       .running		= (void *)chameleon_running,
 	       .stopping	= (void *)chameleon_stopping,
-	       .quiescent	= (void *)chameleon_quiescent,
 	       .tick		= (void *)chameleon_tick,
 	       .init_task	= (void *)chameleon_init_task,
 	       .enable		= (void *)chameleon_enable,

@@ -96,7 +96,7 @@ pub fn untagged_step(current: usize, seen: usize, pending: Option<(usize, u32)>)
 /// (cpu_stats[].nr_untagged), exact at each instant, so what this filters is
 /// what did not last: a shell's commands, kworkers, a CLI polling the agent
 /// (present in most samples under TCG, but not in nine in ten), and the rare
-/// sample taken while a task was between quiescent() and runnable() for a
+/// sample taken while a task was between stopping() and runnable() for a
 /// property change (under TCG a vCPU can stop for milliseconds inside that
 /// window; the minimum, which one such sample defeats, missed 4 steady
 /// spinners for 20 s in a make test). It used to be /proc/stat's
@@ -367,6 +367,12 @@ impl Assigner {
         self.dirty = true;
     }
 
+    /// Some tagged task is known: the untagged load is sampled and
+    /// sleepers are aged at the busy pace.
+    pub fn busy(&self) -> bool {
+        !self.requesters.is_empty() || !self.asleep.is_empty()
+    }
+
     /// Write the status file if anything changed or `force`; `live` is what
     /// only the scheduler can see (CPU states, counters).
     pub fn write_status(&mut self, mut live: Live, force: bool) {
@@ -424,7 +430,7 @@ mod tests {
         assert_eq!(steady_running(&mut w), Some(4));
         assert!(w.is_empty(), "the window restarts");
         assert_eq!(steady_running(&mut w), None);
-        // A sample or four caught a spinner between quiescent() and
+        // A sample or four caught a spinner between stopping() and
         // runnable(): the 4 still count.
         let mut w = vec![4; 50];
         w[7] = 3;

@@ -208,6 +208,13 @@ impl Server {
         Ok(Server { listener, path: path.to_path_buf(), ident, subscribers: Default::default() })
     }
 
+    /// The listening socket: readable when a client is waiting (poll it
+    /// with the ring buffer instead of waking on a timer).
+    pub fn listen_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.listener.as_fd()
+    }
+
     /// Serve every connection waiting now; `handle` acts on valid requests.
     pub fn serve(&self, mut handle: impl FnMut(&Request) -> Response) {
         while let Ok((mut stream, _)) = self.listener.accept() {

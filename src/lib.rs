@@ -37,4 +37,4 @@ mod node_manager_tests;
 #[cfg(test)]
 mod policy_tests;
 
-pub use scheduler::{Opts, Scheduler};
+pub use scheduler::{Opts, Scheduler, Shutdown};

@@ -7,12 +7,16 @@
 //! - **Supply** is the online CPUs minus those kept native for runnable
 //!   untagged tasks (a parallel program keeps its CPUs, Chameleon Fig. 4/6)
 //!   while that leaves every requester a pair (over-provisioned). When it
-//!   does not (under-provisioned, Fig. 7: no idle CPUs), every requester
-//!   still gets its pair, from busy CPUs: the object is only the right to
-//!   borrow, and at run time the virtual threads and the tax decide whether
-//!   it may preempt the neighbours (tax 100: never; 0.01: almost always). A
-//!   manager that granted only spare CPUs would switch the tax off exactly
-//!   where it matters.
+//!   does not (under-provisioned, Fig. 7: no idle CPUs), the supply is every
+//!   online CPU and objects are sized as if the machine were free: an object
+//!   over busy CPUs is only the right to borrow, and at run time the virtual
+//!   threads and the tax decide whether it may preempt the neighbours (tax
+//!   100: never; 0.01: almost always). The paper's +97 % at tax 0.01 is a
+//!   fused-4 speed: pairs there would cap it at level 1. A manager that
+//!   granted only spare CPUs would switch the tax off exactly where it
+//!   matters. The two regimes meet where the spare CPUs stop holding a pair
+//!   per requester: one more busy CPU there can mean larger objects, each
+//!   of them then a claim that the tax prices.
 //! - **Targets**: if every requester's 2^level fits, each gets it. Otherwise
 //!   each gets 2 CPUs (the largest objects are split in half until everyone
 //!   has a level-1 object, as far as supply allows), and what remains goes to
@@ -232,7 +236,10 @@ impl NodeManager {
         // 4, 4, 0 for three tasks on 8 of 10 CPUs).
         let online = self.cpus().filter(|c| self.online.contains(c)).count();
         let spare = online.saturating_sub(self.untagged_load);
-        let supply = spare.max(2 * order.len()).min(online);
+        // Over-provisioned: what the untagged tasks leave idle. Else every
+        // CPU: objects over busy CPUs are the right to borrow, which the
+        // virtual threads and the tax use at run time.
+        let supply = if spare >= 2 * order.len() { spare } else { online };
         let cap = self.largest_object();
         let want: Vec<usize> = order.iter().map(|(_, r)| (1usize << r.level.min(31)).min(cap)).collect();
         if cap < 2 {

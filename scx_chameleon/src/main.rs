@@ -4,8 +4,6 @@ use anyhow::{Context, Result};
 use chameleon::{Opts, Scheduler};
 use clap::Parser;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 use tracing::info;
 
@@ -408,15 +406,14 @@ fn run() -> Result<()> {
     // bound or written, so a second agent cannot disturb the first.
     let _lock = chameleon::control::InstanceLock::acquire(&opts.control_path)?;
 
-    let shutdown = Arc::new(AtomicBool::new(false));
+    let shutdown = chameleon::Shutdown::new()?;
     let flag = shutdown.clone();
-    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
-        .context("installing the SIGINT/SIGTERM handler")?;
+    ctrlc::set_handler(move || flag.request()).context("installing the SIGINT/SIGTERM handler")?;
 
     let mut open_object = MaybeUninit::uninit();
     loop {
         let mut sched = Scheduler::init(&opts, &mut open_object)?;
-        let uei = sched.run(shutdown.clone())?;
+        let uei = sched.run(&shutdown)?;
         drop(sched);
         if !uei.should_restart() {
             info!("scx_chameleon exited");

@@ -189,11 +189,12 @@ fig6() {
 	sed 's/^/BENCH csv fig6_alloc.csv /' /tmp/alloc_all
 }
 
-# --- Figure 7: under-provisioned: 2 sequential tasks (level 2) and a
+# --- Figure 7: under-provisioned: NSEQ (default 2) sequential tasks (level 2) and a
 # parallel program with a thread per CPU, static and dynamic binding, tax
 # 0.01 / 1 / 100. 8 CPUs, no house (the machine is full on purpose).
+#   fig7 [SEQ_MS] [PAR_MS] [NSEQ]
 fig7() {
-	seq_ms=${1:-3000} par_ms=${2:-2000}
+	seq_ms=${1:-3000} par_ms=${2:-2000} nseq=${3:-2}
 	insmod /opt/chameleon/chameleon_proxy.ko || fail "insmod"
 	make_cgroup seq
 	n=$(nproc)
@@ -205,17 +206,23 @@ fig7() {
 			work -t $n -m $binding $((par_ms * n)) >/tmp/par.out &
 			p=$!
 			sleep 0.3
-			work -g /sys/fs/cgroup/seq "$seq_ms" >/tmp/s1.out &
-			s1=$!
-			work -g /sys/fs/cgroup/seq "$seq_ms" >/tmp/s2.out &
-			s2=$!
-			wait $s1 $s2 $p
+			seqs=
+			i=1
+			while [ $i -le "$nseq" ]; do
+				work -g /sys/fs/cgroup/seq "$seq_ms" >/tmp/s$i.out &
+				seqs="$seqs $!"
+				i=$((i + 1))
+			done
+			wait $seqs $p
 			stop_agent
-			sw=$(cat /tmp/s1.out /tmp/s2.out | sed 's/.*wall_ms=\([0-9.]*\).*/\1/' | awk '{ s += $1 } END { printf "%.1f", s / NR }')
+			sw=$(cat /tmp/s[0-9]*.out | sed 's/.*wall_ms=\([0-9.]*\).*/\1/' | awk '{ s += $1 } END { printf "%.1f", s / NR }')
+			rm -f /tmp/s[0-9]*.out
 			pw=$(sed 's/.*wall_ms=\([0-9.]*\).*/\1/' /tmp/par.out)
 			ss=$(echo "$seq_ms $sw $base" | awk '{ printf "%.3f", $1 / $2 / ($3 / 1000) }')
 			ps=$(echo "$((par_ms * n)) $pw $base" | awk '{ printf "%.3f", $1 / $2 / ($3 / 1000) }')
-			fp=$(( ($(fused_pct $s1) + $(fused_pct $s2)) / 2 ))
+			fp=0
+			for s in $seqs; do fp=$((fp + $(fused_pct $s))); done
+			fp=$((fp / nseq))
 			echo "fig7 $binding tax $tax: split reasons: $(grep -E '^event +split ' "$AGENT_LOG" | sed 's/.*reason=\([a-z]*\).*/\1/' | sort | uniq -c | tr '\n' ' ')"
 			csv "$binding,$tax,$ss,$ps,$sw,$pw,$base,$fp,$(count_events fuse),$(grep -c '^assign ' "$AGENT_LOG")"
 		done

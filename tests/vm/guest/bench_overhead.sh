@@ -1,8 +1,9 @@
 #!/bin/sh
 # Benchmark (not a test): scheduling overhead against EEVDF and two scx peers,
 # in one VM boot, in interleaved rounds. Driven by bench/overhead.
-#   bench_overhead.sh ROUNDS SCHEDULERS...
-# SCHEDULERS from: eevdf chameleon chameleon-tags (a level-1 tag on an empty
+#   bench_overhead.sh ROUNDS WORKLOADS SCHEDULERS...
+# WORKLOADS: "all", or a comma-separated subset of pipe, pipe-pinned,
+# messaging, hackbench, switch (a quick look at one of them). SCHEDULERS from: eevdf chameleon chameleon-tags (a level-1 tag on an empty
 # cgroup: tags present but idle) scx_cosmos scx_bpfland. Each round runs every
 # scheduler in turn (the order rotates each round), each through the same
 # workloads; every result is printed as
@@ -14,7 +15,8 @@
 . /opt/chameleon/guest/lib.sh
 TEST=bench_overhead
 rounds=$1
-shift
+wanted=,$2,
+shift 2
 scheds=$*
 echo "BENCH header $(uname -r)"
 
@@ -70,20 +72,31 @@ bpf_progs() {
 total_time() { sed -n 's/.*Total time: *\([0-9.]*\).*/\1/p; s/^Time: *\([0-9.]*\).*/\1/p' | tail -n 1; }
 
 row() { echo "BENCH row $round $sched $1 $2 $3"; }
+want() { [ "$wanted" = ,all, ] || case $wanted in *,$1,*) return 0 ;; *) return 1 ;; esac; }
 
 workloads() {
-	v=$(perf bench sched pipe -l "$PIPE_LOOPS" 2>&1 | total_time)
-	row pipe "${v:--}" s
-	v=$(taskset -c 1 perf bench sched pipe -l "$PIPE_LOOPS" 2>&1 | total_time)
-	row pipe-pinned "${v:--}" s
-	v=$(perf bench sched messaging -g 4 -l "$MSG_LOOPS" 2>&1 | total_time)
-	row messaging "${v:--}" s
-	v=$(hackbench -g 4 -l "$HB_LOOPS" 2>&1 | total_time)
-	row hackbench "${v:--}" s
+	if want pipe; then
+		v=$(perf bench sched pipe -l "$PIPE_LOOPS" 2>&1 | total_time)
+		row pipe "${v:--}" s
+	fi
+	if want pipe-pinned; then
+		v=$(taskset -c 1 perf bench sched pipe -l "$PIPE_LOOPS" 2>&1 | total_time)
+		row pipe-pinned "${v:--}" s
+	fi
+	if want messaging; then
+		v=$(perf bench sched messaging -g 4 -l "$MSG_LOOPS" 2>&1 | total_time)
+		row messaging "${v:--}" s
+	fi
+	if want hackbench; then
+		v=$(hackbench -g 4 -l "$HB_LOOPS" 2>&1 | total_time)
+		row hackbench "${v:--}" s
+	fi
 	# stress-ng's context-switch stressor: switches per second (bogo ops/s, real time).
-	v=$(stress-ng --switch 2 --timeout "${SWITCH_S}s" --metrics-brief 2>&1 |
-		awk '$3 == "switch" || $4 == "switch" { for (i = 1; i <= NF; i++) if ($i == "switch") { print $(i + 5); exit } }')
-	row switch "${v:--}" ops/s
+	if want switch; then
+		v=$(stress-ng --switch 2 --timeout "${SWITCH_S}s" --metrics-brief 2>&1 |
+			awk '$3 == "switch" || $4 == "switch" { for (i = 1; i <= NF; i++) if ($i == "switch") { print $(i + 5); exit } }')
+		row switch "${v:--}" ops/s
+	fi
 }
 
 round=1

@@ -11,9 +11,12 @@
  * - THREADS 1 (default): a CPU-bound sequential program (N-Queen's shape).
  * - static: every thread must do WORK_MS / THREADS (OpenMP static binding;
  *   the program ends with its slowest thread).
- * - dynamic: the threads take CHUNK_MS chunks (default 10) from a shared
+ * - dynamic: the threads take CHUNK_MS chunks (default 100) from a shared
  *   pool of WORK_MS until it is empty (dynamic binding: a faster thread
- *   does more).
+ *   does more). Each chunk overruns by what the thread CPU clock lets it
+ *   see late: in the TCG guest ~4.5 ms, about a 4 ms tick (16 s of work
+ *   in 10 ms chunks took 23.2 s of CPU, in 2 ms chunks 62 s, in 100 ms
+ *   chunks 16.7 s), so chunks are long against a tick.
  * Joins CGROUP_DIR (so it is tagged) and pins to CPU before any thread
  * starts. Prints, when done:
  * "work pid=P threads=T mode=M work_ms=W wall_ms=X speedup=S" where
@@ -84,7 +87,7 @@ int main(int argc, char **argv)
 {
 	const char *cgroup = NULL, *mode = "static";
 	int opt, threads = 1, cpu = -1;
-	long long work_ms, chunk_ms = 10, t0, wall;
+	long long work_ms, chunk_ms = 100, t0, wall;
 	pthread_t *tids;
 	char *tail;
 
