@@ -894,7 +894,7 @@ static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 		}
 	}
 	hotplug_guard(now);
-	find_starved();
+	find_starved(now);
 	bpf_timer_start(timer, CHAMELEON_GUARD_NS, 0);
 	return 0;
 }

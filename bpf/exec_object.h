@@ -73,6 +73,27 @@ static inline int chameleon_lend_due(u64 now, u64 wait_since, int has_waiter,
 }
 
 /*
+ * When the wait on a lent CPU began, for the lending bound: the earlier of
+ * what we recorded (@wait_since, 0 if nothing) and what the kernel accounts
+ * to the queue's longest waiter (@kernel_waited_ns before @now, from
+ * p->scx.runnable_at, which the watchdog reads). Our record alone could be
+ * missed by one path and then nothing split the object: starve saw a pinned
+ * task wait 11.66 s on a lent CPU once in 12 runs.
+ */
+static inline u64 chameleon_lend_wait_start(u64 now, u64 wait_since,
+					    u64 kernel_waited_ns)
+{
+	u64 seen;
+
+	if (!kernel_waited_ns || kernel_waited_ns >= now)
+		return wait_since;
+	seen = now - kernel_waited_ns;
+	if (!wait_since || seen < wait_since)
+		return seen;
+	return wait_since;
+}
+
+/*
  * Index into a CPU's steal order for the @i-th look of one dispatch: the
  * @nr_near SMT siblings first, then the others from a rotating @start, so
  * that successive dispatches visit every queue. Returns -1 past the end.

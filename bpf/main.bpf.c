@@ -533,7 +533,8 @@ static bool owner_next(s32 cpu, u64 vtime)
 {
 	struct task_struct *head;
 
-	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu))
+	/* Nor ahead of a task the guard found starved here (dispatch runs it). */
+	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) || READ_ONCE(cpu_ctx(cpu)->starved_pid))
 		return false;
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);
 	return !head || !chameleon_vtime_before(head->scx.dsq_vtime, vtime);

@@ -33,8 +33,13 @@ static u64 jiffies_to_ns(u64 j)
 	return j * (1000ULL * 1000 * 1000 / hz);
 }
 
-/* From the guard timer: name a starved tail task of each CPU's queue. */
-static void find_starved(void)
+/*
+ * From the guard timer: name a starved tail task of each CPU's queue. On a
+ * lent CPU the lending bound serves its waiters instead; the kernel's account
+ * of the tail's wait backs up our record of when that wait began, so that a
+ * wait one path failed to record still ends the lend (exec_object.h).
+ */
+static void find_starved(u64 now)
 {
 	u64 now_j = bpf_jiffies64();
 	struct task_struct *p;
@@ -43,15 +48,18 @@ static void find_starved(void)
 	bpf_for(c, 0, nr_cpus) {
 		struct cpu_ctx *cc = cpu_ctx(c);
 
-		/* A lent CPU's waiters are the lending bound's. */
-		if (cc->starved_pid || cc->borrowed_by || !scx_bpf_dsq_nr_queued(c))
+		if (cc->starved_pid || !scx_bpf_dsq_nr_queued(c))
 			continue;
 		/* Outside ops, older kernels want the DSQ walked under RCU. */
 		bpf_rcu_read_lock();
 		bpf_for_each(scx_dsq, p, c, SCX_DSQ_ITER_REV) {
 			u64 waited = jiffies_to_ns(now_j - BPF_CORE_READ(p, scx.runnable_at));
 
-			if (waited > CHAMELEON_STARVE_NS) {
+			if (cc->borrowed_by) {
+				if (!is_pcpu_kthread(p))
+					cc->lend_wait_since =
+						chameleon_lend_wait_start(now, cc->lend_wait_since, waited);
+			} else if (waited > CHAMELEON_STARVE_NS) {
 				WRITE_ONCE(cc->starved_pid, p->pid);
 				scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
 			}

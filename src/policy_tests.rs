@@ -187,6 +187,7 @@ fn smt_class_decides_the_object_level() {
 extern "C" {
     fn host_vtime_cap(v: u64, clock: u64, bound: u64, curr_weight: u64) -> u64;
     fn host_lend_due(now: u64, since: u64, has_waiter: i32, bound: u64) -> i32;
+    fn host_lend_wait_start(now: u64, since: u64, kernel_waited: u64) -> u64;
     fn host_steal_pick(i: u32, nr: u32, near: u32, start: u32) -> i32;
 }
 
@@ -216,6 +217,26 @@ fn lending_bound_needs_a_waiter_and_the_time() {
         assert_eq!(host_lend_due(100 * MS, 51 * MS, 1, b), 0, "not yet");
         assert_eq!(host_lend_due(100 * MS, 1 * MS, 0, b), 0, "nobody waits any more");
         assert_eq!(host_lend_due(100 * MS, 0, 1, b), 0, "no wait recorded");
+    }
+}
+
+#[test]
+fn lending_bound_starts_at_the_kernels_account_if_ours_missed_the_wait() {
+    unsafe {
+        let (b, now) = (50 * MS, 20_000 * MS);
+        // Nothing recorded, but the kernel says the queue's tail has been
+        // runnable for 2 s (starve: 11.66 s once): the bound is due now.
+        let start = host_lend_wait_start(now, 0, 2_000 * MS);
+        assert_eq!(start, now - 2_000 * MS);
+        assert_eq!(host_lend_due(now, start, 1, b), 1);
+        // Our record is earlier (the waiter ran briefly; the kernel restarted
+        // its clock): ours stands. A later record gives way to the kernel's.
+        assert_eq!(host_lend_wait_start(now, now - 80 * MS, 10 * MS), now - 80 * MS);
+        assert_eq!(host_lend_wait_start(now, now - 5 * MS, 60 * MS), now - 60 * MS);
+        // The kernel saw no wait (or nonsense): ours, even if none.
+        assert_eq!(host_lend_wait_start(now, now - 5 * MS, 0), now - 5 * MS);
+        assert_eq!(host_lend_wait_start(now, 0, 0), 0);
+        assert_eq!(host_lend_wait_start(10 * MS, 0, 20 * MS), 0);
     }
 }
 

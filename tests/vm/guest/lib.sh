@@ -10,6 +10,12 @@ AGENT_PID=
 
 fail() {
 	echo "FAIL $TEST: $*"
+	# The agent's own state: stuck (where), gone, or fine and the cause is
+	# elsewhere; and what its status file says now (CI keeps only this).
+	if [ -n "$AGENT_PID" ] && [ -d "/proc/$AGENT_PID" ]; then
+		echo "--- agent pid $AGENT_PID: $(grep -h State /proc/$AGENT_PID/task/*/status | tr -s '\t\n' '  ')wchan $(cat /proc/$AGENT_PID/wchan)"
+		scx_chameleon status 2>&1 | grep -E "^(cpus|module: kfuncs|counters)" | sed 's/^/    /'
+	fi
 	if [ -f "$AGENT_LOG" ]; then
 		echo "--- agent log (last 20 lines) ---"
 		tail -n 20 "$AGENT_LOG"
