@@ -15,10 +15,12 @@
  * - select_cpu: the kernel's default idle-CPU search (a lent CPU looks idle
  *   but is not: a really idle one is preferred). A task that finds an idle
  *   CPU goes straight to its local queue.
- * - runnable, stopping(!runnable): a task's wake and sleep, however it is
- *   dispatched: its tag is checked, its virtual threads placed, the agent
- *   told if needed. No ops.quiescent: every struct_ops call costs on each
- *   wakeup, and stopping() already sees every sleep.
+ * - a task's wake and sleep, however it is dispatched: its tag is checked,
+ *   its virtual threads placed, the agent told if needed; on a wake in
+ *   select_cpu when it dispatches directly, else in enqueue; on a sleep in
+ *   stopping(!runnable). No ops.runnable nor ops.quiescent: every struct_ops
+ *   call costs on each wakeup (microseconds under TCG), and these see each
+ *   wake and sleep already.
  * - enqueue: queue on the task's CPU (its representative if it has an
  *   object), vtime rebased to that CPU's clock, with one slice of credit and
  *   capped so that no one waits longer than CHAMELEON_WAIT_BOUND_NS behind a
@@ -83,8 +85,9 @@ UEI_DEFINE(uei);
 /*
  * One CPU's state, one cache line of its own (no false sharing between the
  * CPUs that write it). The first part is written by the CPU itself in
- * running()/stopping() and read by CPUs that consider borrowing it; the
- * lending part is written by the representative borrowing it.
+ * running()/stopping() and read by CPUs that consider borrowing it (but
+ * for the steal hint, which a CPU queueing a task here sets); the lending
+ * part is written by the representative borrowing it.
  */
 struct cpu_ctx {
 	u64	vclock;		/* largest vtime started here (the CPU's clock) */
@@ -102,6 +105,7 @@ struct cpu_ctx {
 	u64	dispatched_at;	/* last ops.dispatch here, or its queue last seen empty */
 	s32	starved_pid;	/* queued here past the wait bound: runs next (wait_bound.bpf.h) */
 	u32	balance_idx;	/* next CPU balance_pull() compares its queue with */
+	u32	queued;		/* its queue may hold tasks (hint; see dispatch_cpu()) */
 	/* Lending (exec_object.bpf.h). */
 	s32	borrowed_by;	/* representative + 1 of the object borrowing it, 0 if none */
 	u32	local_ns;	/* its own part of decision local_seq, ns */
@@ -403,6 +407,53 @@ static s32 pick_idle_unlent(struct task_struct *p)
 
 #include "park.bpf.h"
 
+/*
+ * Keep @p in the count of runnable untagged tasks iff it is runnable (@add),
+ * untagged and not the agent. The node manager keeps that many CPUs native
+ * (untagged load); it reads the sum over CPUs, so which CPU's counter a task
+ * is in does not matter. Atomic: a wake in select_cpu holds no runqueue
+ * lock. The task's own flag needs none: its wake, run and sleep do not
+ * overlap. Only a wake, stopping(!runnable), disable and a tag change move
+ * the count, not a migration: a task moving between CPUs is never missed,
+ * as it is by /proc/stat's procs_running, which the kernel sums over the
+ * runqueues without a lock.
+ */
+static void count_untagged(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+			   bool add)
+{
+	bool want = add && !tctx->tagged && p->tgid != agent_tgid;
+
+	if (want == !!tctx->counted || !cpu_valid(cpu))
+		return;
+	tctx->counted = want;
+	__sync_fetch_and_add(&cpu_stats[CPU_IDX(cpu)].nr_untagged, want ? 1 : -1);
+}
+
+/*
+ * @p wakes, or is new: the bookkeeping of a wake (ops.runnable's in the
+ * kernel's plan), done where the wake is decided, one struct_ops call less
+ * per wakeup: by select_cpu when it dispatches directly (ops.enqueue is not
+ * called then), else by enqueue.
+ */
+static void task_wakes(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+{
+	struct chameleon_assignment a;
+
+	tag_check(p, tctx);
+	count_untagged(p, tctx, cpu, true);
+	if (!tctx->tagged)
+		return;
+	if (assignment_of(p, &a))
+		place_vthreads(tctx, &a);
+	else
+		redemand_if_lost(p, tctx);
+	/* Its object may have been freed while it slept: it asks again. */
+	if (tctx->sleep_told) {
+		tctx->sleep_told = 0;
+		emit(CHAMELEON_EV_WAKE, cpu, p);
+	}
+}
+
 s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
@@ -413,8 +464,10 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	/* A task with an object belongs on its representative. */
 	cpu = tctx ? task_rep(p, tctx) : -1;
 	if (cpu >= 0) {
-		if (!withheld(cpu) && scx_bpf_test_and_clear_cpu_idle(cpu))
+		if (!withheld(cpu) && scx_bpf_test_and_clear_cpu_idle(cpu)) {
+			task_wakes(p, tctx, prev_cpu);
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		}
 		return cpu;
 	}
 
@@ -428,6 +481,8 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	    scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
 		struct chameleon_cpu_stats *st = stats_here();
 
+		if (tctx)
+			task_wakes(p, tctx, prev_cpu);
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		if (st)
 			st->nr_direct++;
@@ -450,60 +505,13 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (is_idle) {
 		struct chameleon_cpu_stats *st = stats_here();
 
+		if (tctx)
+			task_wakes(p, tctx, prev_cpu);
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		if (st)
 			st->nr_direct++;
 	}
 	return cpu;
-}
-
-/*
- * Keep @p in the count of runnable untagged tasks iff it is runnable (@add),
- * untagged and not the agent. The node manager keeps that many CPUs native
- * (untagged load). Called under the runqueue lock of @p's CPU, whose counter
- * it changes, so plain increments do. Only runnable, stopping(!runnable) and
- * a tag change move the count: the kernel calls none for a migration, so a
- * task moving between CPUs is never missed, as it is by /proc/stat's
- * procs_running, which the kernel sums over the runqueues without a lock.
- */
-static void count_untagged(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
-			   bool add)
-{
-	bool want = add && !tctx->tagged && p->tgid != agent_tgid;
-
-	if (want == !!tctx->counted || !cpu_valid(cpu))
-		return;
-	tctx->counted = want;
-	if (want)
-		cpu_stats[CPU_IDX(cpu)].nr_untagged++;
-	else
-		cpu_stats[CPU_IDX(cpu)].nr_untagged--;
-}
-
-/*
- * @p becomes runnable, whether select_cpu dispatched it directly or enqueue
- * will queue it: the place for wake bookkeeping.
- */
-void BPF_STRUCT_OPS(chameleon_runnable, struct task_struct *p, u64 enq_flags)
-{
-	struct chameleon_assignment a;
-	struct task_ctx *tctx = task_ctx(p);
-
-	if (!tctx)
-		return;
-	tag_check(p, tctx);
-	count_untagged(p, tctx, scx_bpf_task_cpu(p), true);
-	if (!tctx->tagged)
-		return;
-	if (assignment_of(p, &a))
-		place_vthreads(tctx, &a);
-	else
-		redemand_if_lost(p, tctx);
-	/* Its object may have been freed while it slept: it asks again. */
-	if (tctx->sleep_told) {
-		tctx->sleep_told = 0;
-		emit(CHAMELEON_EV_WAKE, scx_bpf_task_cpu(p), p);
-	}
 }
 
 /*
@@ -555,10 +563,13 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	/*
-	 * A retag reaches a task that never sleeps here; a waking task had
-	 * its check in runnable() just now.
+	 * A wake that select_cpu did not dispatch; otherwise a new task, a
+	 * migration or a property change, which a retag reaches too (a task
+	 * that never sleeps).
 	 */
-	if (!(enq_flags & SCX_ENQ_WAKEUP)) {
+	if (enq_flags & SCX_ENQ_WAKEUP) {
+		task_wakes(p, tctx, cpu);
+	} else {
 		tag_check(p, tctx);
 		count_untagged(p, tctx, cpu, true);
 	}
@@ -600,14 +611,6 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	rebase_to(p, tctx, cpu);
-	cc = cpu_ctx(cpu);
-	vtime = chameleon_vtime_floor(p->scx.dsq_vtime, cc->vclock, slice_ns);
-	vtime = chameleon_vtime_cap(vtime, cc->vclock, CHAMELEON_WAIT_BOUND_NS,
-				    cc->running ? cc->curr_weight : 0);
-	scx_bpf_task_set_dsq_vtime(p, vtime);
-	if (st)
-		st->nr_enqueued++;
 	/*
 	 * A task that can run here only, with both queues here empty:
 	 * straight to the local queue, where it runs next whatever the order
@@ -617,8 +620,15 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 * turns there would keep the CPU out of ops.dispatch for good, and
 	 * with it whatever only this CPU can take from the other queues
 	 * (rt_hog: a task drained to the global queue waited there).
+	 * Before any vtime work: the local queue is FIFO, and a queue that
+	 * orders by vtime floors and caps it when the task gets there. The
+	 * queue hint stands in for the count of this CPU's queue (a kfunc
+	 * call less per pinned wakeup); an insert from another CPU racing
+	 * with this look lets one pinned task go ahead of it, once.
 	 */
-	if (!task_movable(p) && !withheld(cpu) && !scx_bpf_dsq_nr_queued(cpu) &&
+	cc = cpu_ctx(cpu);
+	if (!task_movable(p) && !withheld(cpu) &&
+	    (!READ_ONCE(cc->queued) || !scx_bpf_dsq_nr_queued(cpu)) &&
 	    !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu)) {
 		/*
 		 * No kick: an insert into a local queue reschedules the CPU
@@ -629,6 +639,14 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 		return;
 	}
+
+	rebase_to(p, tctx, cpu);
+	vtime = chameleon_vtime_floor(p->scx.dsq_vtime, cc->vclock, slice_ns);
+	vtime = chameleon_vtime_cap(vtime, cc->vclock, CHAMELEON_WAIT_BOUND_NS,
+				    cc->running ? cc->curr_weight : 0);
+	scx_bpf_task_set_dsq_vtime(p, vtime);
+	if (st)
+		st->nr_enqueued++;
 	/*
 	 * A task with an object that runs next on its representative anyway
 	 * (nobody queued there is ahead of it) waits in the local queue there,
@@ -641,6 +659,8 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, vtime, enq_flags);
+	/* Unconditionally, after the insert: see dispatch_cpu(). */
+	WRITE_ONCE(cc->queued, 1);
 
 	if (cpu_borrowed(cpu)) {
 		/*
@@ -699,7 +719,13 @@ static bool steal(s32 cpu, struct cpu_ctx *cc)
 		if (k < 0)
 			break;
 		victim = o->cpus[k & (CHAMELEON_MAX_CPUS - 1)];
+		/*
+		 * The hint first: a plain load where the queue's count is a
+		 * kfunc call, per victim, on every dispatch of a CPU about to
+		 * idle (most of the cost of ops.dispatch under TCG).
+		 */
 		if (!cpu_valid(victim) || victim == cpu ||
+		    !READ_ONCE(cpu_ctx(victim)->queued) ||
 		    !scx_bpf_dsq_nr_queued(victim))
 			continue;
 		if (scx_bpf_dsq_move_to_local(victim, 0)) {
@@ -738,7 +764,8 @@ static bool balance_pull(s32 cpu, struct cpu_ctx *cc, u64 mine)
 		k = 0;
 	cc->balance_idx = k + 1;
 	victim = o->cpus[cpu_idx(k)];
-	if (!cpu_valid(victim) || victim == cpu || cpu_borrowed(victim))
+	if (!cpu_valid(victim) || victim == cpu || cpu_borrowed(victim) ||
+	    !READ_ONCE(cpu_ctx(victim)->queued))
 		return false;
 	if (scx_bpf_dsq_nr_queued(victim) <= mine + 2)
 		return false;
@@ -769,6 +796,20 @@ static bool dispatch_cpu(s32 cpu)
 	 * ping-pong) then does only the steal scan.
 	 */
 	mine = scx_bpf_dsq_nr_queued(cpu);
+	/*
+	 * The hint that this queue may hold tasks, for steal() and the pinned
+	 * fast path in enqueue, where it saves a kfunc call: every insert sets
+	 * it after inserting, and only this CPU clears it, when it sees the
+	 * queue empty. The clear is an exchange (a full barrier) followed by
+	 * a second look: an insert the first look missed is seen by it, or
+	 * sets the hint again after the exchange. A queue that holds a task
+	 * never keeps a hint of 0.
+	 */
+	if (!mine && READ_ONCE(cpu_ctx(cpu)->queued)) {
+		__sync_lock_test_and_set(&cpu_ctx(cpu)->queued, 0);
+		if (scx_bpf_dsq_nr_queued(cpu))
+			WRITE_ONCE(cpu_ctx(cpu)->queued, 1);
+	}
 	if (mine) {
 		if (balance_pull(cpu, cpu_ctx(cpu), mine))
 			return true;
@@ -1156,7 +1197,6 @@ SCX_OPS_DEFINE(chameleon_ops,
 	       .select_cpu	= (void *)chameleon_select_cpu,
 	       .enqueue		= (void *)chameleon_enqueue,
 	       .dispatch	= (void *)chameleon_dispatch,
-	       .runnable	= (void *)chameleon_runnable,
 	       .running		= (void *)chameleon_running,
 	       .stopping	= (void *)chameleon_stopping,
 	       .tick		= (void *)chameleon_tick,
