@@ -852,6 +852,21 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 	rc = &reps[CPU_IDX(cpu)];
 	now = bpf_ktime_get_ns();
 
+	/*
+	 * A wake the kernel did not show us: without ops.runnable we see wakes
+	 * in select_cpu and enqueue, and the kernel skips ops.enqueue for an
+	 * exiting or migration-disabled task (no SCX_OPS_ENQ_EXITING /
+	 * _MIGRATION_DISABLED: we would have to keep those on their CPU), for
+	 * a CPU going offline, and while bypassing. Whatever runs is runnable:
+	 * count it, and tell the agent of the wake of a sleeper it was told of.
+	 */
+	if (!tctx->counted)
+		count_untagged(p, tctx, cpu, true);
+	if (tctx->sleep_told) {
+		tctx->sleep_told = 0;
+		emit(CHAMELEON_EV_WAKE, cpu, p);
+	}
+
 	/* A stolen task arrives with the victim CPU's clock. */
 	rebase_to(p, tctx, cpu);
 	cc->vclock = chameleon_vtime_advance(cc->vclock, p->scx.dsq_vtime);
