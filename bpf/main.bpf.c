@@ -15,19 +15,16 @@
  * - select_cpu: the kernel's default idle-CPU search (a lent CPU looks idle
  *   but is not: a really idle one is preferred). A task that finds an idle
  *   CPU goes straight to its local queue.
- * - a task's wake and sleep, however it is dispatched: its tag is checked,
- *   its virtual threads placed, the agent told if needed; on a wake in
- *   select_cpu when it dispatches directly, else in enqueue; on a sleep in
- *   stopping(!runnable). No ops.runnable nor ops.quiescent: every struct_ops
- *   call costs on each wakeup (microseconds under TCG), and these see each
- *   wake and sleep already (wake.bpf.h).
+ * - runnable, stopping(!runnable): a task's wake and sleep, however it is
+ *   dispatched: its tag is checked, its virtual threads placed, the agent
+ *   told if needed. No ops.quiescent: every struct_ops call costs on each
+ *   wakeup, and stopping() already sees every sleep.
  * - enqueue: queue on the task's CPU (its representative if it has an
  *   object), vtime rebased to that CPU's clock, with one slice of credit and
  *   capped so that no one waits longer than CHAMELEON_WAIT_BOUND_NS behind a
  *   heavier task; wake an idle CPU the task may run on so it can steal it.
  * - dispatch: the head of this CPU's queue, else steal: SMT siblings first,
- *   then a bounded, rotating window of the rest in topology order
- *   (steal.bpf.h). Events to the agent: events.bpf.h.
+ *   then a bounded, rotating window of the rest in topology order.
  * - running/stopping: advance the CPU's clock; charge delta * 100 / weight.
  * - cpu_release: a higher class took the CPU; its local queue goes back to
  *   enqueue (others may steal it), unless the taker is a kthread bound there
@@ -86,9 +83,8 @@ UEI_DEFINE(uei);
 /*
  * One CPU's state, one cache line of its own (no false sharing between the
  * CPUs that write it). The first part is written by the CPU itself in
- * running()/stopping() and read by CPUs that consider borrowing it (but
- * for the steal hint, which a CPU queueing a task here sets); the lending
- * part is written by the representative borrowing it.
+ * running()/stopping() and read by CPUs that consider borrowing it; the
+ * lending part is written by the representative borrowing it.
  */
 struct cpu_ctx {
 	u64	vclock;		/* largest vtime started here (the CPU's clock) */
@@ -106,7 +102,6 @@ struct cpu_ctx {
 	u64	dispatched_at;	/* last ops.dispatch here, or its queue last seen empty */
 	s32	starved_pid;	/* queued here past the wait bound: runs next (wait_bound.bpf.h) */
 	u32	balance_idx;	/* next CPU balance_pull() compares its queue with */
-	u32	queued;		/* its queue may hold tasks (hint; see dispatch_cpu()) */
 	/* Lending (exec_object.bpf.h). */
 	s32	borrowed_by;	/* representative + 1 of the object borrowing it, 0 if none */
 	u32	local_ns;	/* its own part of decision local_seq, ns */
@@ -245,7 +240,70 @@ static u64 task_cgroup_id(struct task_struct *p)
 	return p->cgroups->dfl_cgrp->kn->id;
 }
 
-#include "events.bpf.h"
+static struct chameleon_event *event_reserve(u32 kind, s32 cpu)
+{
+	struct chameleon_event *ev;
+
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		__sync_fetch_and_add(&nr_events_dropped, 1);
+		return NULL;
+	}
+	__builtin_memset(ev, 0, sizeof(*ev));
+	ev->kind = kind;
+	ev->cpu = cpu;
+	ev->ts_ns = bpf_ktime_get_ns();
+	return ev;
+}
+
+static void event_set_task(struct chameleon_event *ev, struct task_struct *p)
+{
+	ev->pid = p->pid;
+	ev->cgroup_id = task_cgroup_id(p);
+	__builtin_memcpy(ev->comm, p->comm, sizeof(ev->comm));
+}
+
+/* A task or CPU event. */
+static void emit(u32 kind, s32 cpu, struct task_struct *p)
+{
+	struct chameleon_event *ev = event_reserve(kind, cpu);
+
+	if (!ev)
+		return;
+	if (p)
+		event_set_task(ev, p);
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/* A task wants an object of @level (0: no longer wants one). */
+static void emit_demand(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+			u64 cgid, u32 level)
+{
+	struct chameleon_event *ev;
+
+	tctx->demand_drops = READ_ONCE(nr_events_dropped);
+	ev = event_reserve(CHAMELEON_EV_DEMAND, cpu);
+
+	if (!ev)
+		return;
+	event_set_task(ev, p);
+	ev->cgroup_id = cgid;
+	ev->level = level;
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/* A tagged task leaves: how long it ran, and ran fused. */
+static void emit_exit(struct task_struct *p, s32 cpu, u64 run_ns, u64 fused_ns)
+{
+	struct chameleon_event *ev = event_reserve(CHAMELEON_EV_TASK_EXIT, cpu);
+
+	if (!ev)
+		return;
+	event_set_task(ev, p);
+	ev->run_ns = run_ns;
+	ev->fused_ns = fused_ns;
+	bpf_ringbuf_submit(ev, 0);
+}
 
 /*
  * Rebase @p's vtime onto @cpu's clock if it was last charged against another
@@ -271,7 +329,58 @@ static void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 #include "wait_bound.bpf.h"
 #include "exec_object.bpf.h"
 
-#include "wake.bpf.h"
+/*
+ * The tag in force for @p may have changed (the agent rewrote tags, or the
+ * task is in another leaf cgroup now): tell the agent (DEMAND with the object
+ * level, 0 = no longer wants one). A fused object it may no longer hold is
+ * split now; the agent withdraws it shortly.
+ */
+static void retag(struct task_struct *p, struct task_ctx *tctx, u64 cgid)
+{
+	struct chameleon_tag *tag = bpf_map_lookup_elem(&tags, &cgid);
+	u32 level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	tctx->tags_gen = tags_gen;
+	tctx->cgid = cgid;
+	if (!level && !tctx->tagged)
+		return;
+	if (!level)
+		split_owned(tctx, p->pid, CHAMELEON_SPLIT_RETAG);
+	tctx->tagged = level > 0;
+	emit_demand(p, tctx, cpu, cgid, level);
+}
+
+/* Cheap enough for every enqueue: two compares unless something changed. */
+static void tag_check(struct task_struct *p, struct task_ctx *tctx)
+{
+	u64 cgid = task_cgroup_id(p);
+
+	if (tctx->tags_gen != tags_gen || tctx->cgid != cgid)
+		retag(p, tctx, cgid);
+}
+
+/*
+ * A tagged task without an object whose DEMAND may have been lost: events were
+ * dropped (the ring buffer was full) since it last asked. It asks again, once
+ * per loss, so that no task stays without its object because the agent was
+ * slow once.
+ */
+static void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx)
+{
+	struct chameleon_tag *tag;
+	u64 cgid = tctx->cgid;
+	u32 level;
+
+	if (tctx->demand_drops == READ_ONCE(nr_events_dropped))
+		return;
+	tag = bpf_map_lookup_elem(&tags, &cgid);
+	level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
+	if (level)
+		emit_demand(p, tctx, scx_bpf_task_cpu(p), cgid, level);
+	else
+		tctx->demand_drops = READ_ONCE(nr_events_dropped);
+}
 
 /*
  * An idle CPU @p may use that is neither lent to an object nor parked, or -1. A lent CPU
@@ -294,22 +403,18 @@ static s32 pick_idle_unlent(struct task_struct *p)
 
 #include "park.bpf.h"
 
-/*
- * Where @p wakes, and whether it goes straight to that CPU's local queue
- * (@direct). chameleon_select_cpu() does the direct dispatch, and the wake's
- * bookkeeping with it, in one place: inlined at each of three exits, that
- * bookkeeping tripled the verifier's work on this program.
- */
-static s32 wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev_cpu,
-		    u64 wake_flags, bool *direct)
+s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
+		   u64 wake_flags)
 {
+	struct task_ctx *tctx = task_ctx(p);
 	bool is_idle = false;
 	s32 cpu;
 
 	/* A task with an object belongs on its representative. */
 	cpu = tctx ? task_rep(p, tctx) : -1;
 	if (cpu >= 0) {
-		*direct = !withheld(cpu) && scx_bpf_test_and_clear_cpu_idle(cpu);
+		if (!withheld(cpu) && scx_bpf_test_and_clear_cpu_idle(cpu))
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		return cpu;
 	}
 
@@ -321,7 +426,11 @@ static s32 wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev_cpu,
 	 */
 	if (bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr) && !withheld(prev_cpu) &&
 	    scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
-		*direct = true;
+		struct chameleon_cpu_stats *st = stats_here();
+
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		if (st)
+			st->nr_direct++;
 		return prev_cpu;
 	}
 
@@ -338,29 +447,85 @@ static s32 wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev_cpu,
 		else
 			is_idle = false;
 	}
-	*direct = is_idle;
-	return cpu;
-}
-
-s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
-		   u64 wake_flags)
-{
-	struct task_ctx *tctx = task_ctx(p);
-	bool direct = false;
-	s32 cpu;
-
-	cpu = wake_cpu(p, tctx, prev_cpu, wake_flags, &direct);
-	if (direct) {
+	if (is_idle) {
 		struct chameleon_cpu_stats *st = stats_here();
 
-		/* ops.enqueue will not see this wake. */
-		if (tctx)
-			task_wakes(p, tctx, prev_cpu);
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		if (st)
 			st->nr_direct++;
 	}
 	return cpu;
+}
+
+/*
+ * Keep @p in the count of runnable untagged tasks iff it is runnable (@add),
+ * untagged and not the agent. The node manager keeps that many CPUs native
+ * (untagged load). Called under the runqueue lock of @p's CPU, whose counter
+ * it changes, so plain increments do. Only runnable, stopping(!runnable) and
+ * a tag change move the count: the kernel calls none for a migration, so a
+ * task moving between CPUs is never missed, as it is by /proc/stat's
+ * procs_running, which the kernel sums over the runqueues without a lock.
+ */
+static void count_untagged(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+			   bool add)
+{
+	bool want = add && !tctx->tagged && p->tgid != agent_tgid;
+
+	if (want == !!tctx->counted || !cpu_valid(cpu))
+		return;
+	tctx->counted = want;
+	if (want)
+		cpu_stats[CPU_IDX(cpu)].nr_untagged++;
+	else
+		cpu_stats[CPU_IDX(cpu)].nr_untagged--;
+}
+
+/*
+ * @p becomes runnable, whether select_cpu dispatched it directly or enqueue
+ * will queue it: the place for wake bookkeeping.
+ */
+void BPF_STRUCT_OPS(chameleon_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct chameleon_assignment a;
+	struct task_ctx *tctx = task_ctx(p);
+
+	if (!tctx)
+		return;
+	tag_check(p, tctx);
+	count_untagged(p, tctx, scx_bpf_task_cpu(p), true);
+	if (!tctx->tagged)
+		return;
+	if (assignment_of(p, &a))
+		place_vthreads(tctx, &a);
+	else
+		redemand_if_lost(p, tctx);
+	/* Its object may have been freed while it slept: it asks again. */
+	if (tctx->sleep_told) {
+		tctx->sleep_told = 0;
+		emit(CHAMELEON_EV_WAKE, scx_bpf_task_cpu(p), p);
+	}
+}
+
+/*
+ * @p stops being runnable (stopping() with !runnable: it blocks, exits or
+ * is dequeued for a property change while it runs; a queued task that
+ * never ran cannot block). The agent frees the object of a long sleeper,
+ * so a sleeping task that holds one is reported (and its wake, then);
+ * tagged tasks without an object cost no event. Done here rather than in
+ * ops.quiescent: one struct_ops call less per sleep, and a task dequeued
+ * for a property change while queued stays counted.
+ */
+static void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+{
+	s32 pid = p->pid;
+
+	count_untagged(p, tctx, cpu, false);
+	if (!tctx->tagged || p->__state == 0 /* TASK_RUNNING: not a sleep */)
+		return;
+	if (!bpf_map_lookup_elem(&assignments, &pid))
+		return;
+	tctx->sleep_told = 1;
+	emit(CHAMELEON_EV_SLEEP, cpu, p);
 }
 
 /* Both of @cpu's queues hold no task that would run before @vtime there. */
@@ -390,13 +555,10 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	/*
-	 * A wake that select_cpu did not dispatch; otherwise a new task, a
-	 * migration or a property change, which a retag reaches too (a task
-	 * that never sleeps).
+	 * A retag reaches a task that never sleeps here; a waking task had
+	 * its check in runnable() just now.
 	 */
-	if (enq_flags & SCX_ENQ_WAKEUP) {
-		task_wakes(p, tctx, cpu);
-	} else {
+	if (!(enq_flags & SCX_ENQ_WAKEUP)) {
 		tag_check(p, tctx);
 		count_untagged(p, tctx, cpu, true);
 	}
@@ -438,6 +600,14 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
+	rebase_to(p, tctx, cpu);
+	cc = cpu_ctx(cpu);
+	vtime = chameleon_vtime_floor(p->scx.dsq_vtime, cc->vclock, slice_ns);
+	vtime = chameleon_vtime_cap(vtime, cc->vclock, CHAMELEON_WAIT_BOUND_NS,
+				    cc->running ? cc->curr_weight : 0);
+	scx_bpf_task_set_dsq_vtime(p, vtime);
+	if (st)
+		st->nr_enqueued++;
 	/*
 	 * A task that can run here only, with both queues here empty:
 	 * straight to the local queue, where it runs next whatever the order
@@ -447,15 +617,8 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 * turns there would keep the CPU out of ops.dispatch for good, and
 	 * with it whatever only this CPU can take from the other queues
 	 * (rt_hog: a task drained to the global queue waited there).
-	 * Before any vtime work: the local queue is FIFO, and a queue that
-	 * orders by vtime floors and caps it when the task gets there. The
-	 * queue hint stands in for the count of this CPU's queue (a kfunc
-	 * call less per pinned wakeup); an insert from another CPU racing
-	 * with this look lets one pinned task go ahead of it, once.
 	 */
-	cc = cpu_ctx(cpu);
-	if (!task_movable(p) && !withheld(cpu) &&
-	    (!READ_ONCE(cc->queued) || !scx_bpf_dsq_nr_queued(cpu)) &&
+	if (!task_movable(p) && !withheld(cpu) && !scx_bpf_dsq_nr_queued(cpu) &&
 	    !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu)) {
 		/*
 		 * No kick: an insert into a local queue reschedules the CPU
@@ -466,14 +629,6 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 		return;
 	}
-
-	rebase_to(p, tctx, cpu);
-	vtime = chameleon_vtime_floor(p->scx.dsq_vtime, cc->vclock, slice_ns);
-	vtime = chameleon_vtime_cap(vtime, cc->vclock, CHAMELEON_WAIT_BOUND_NS,
-				    cc->running ? cc->curr_weight : 0);
-	scx_bpf_task_set_dsq_vtime(p, vtime);
-	if (st)
-		st->nr_enqueued++;
 	/*
 	 * A task with an object that runs next on its representative anyway
 	 * (nobody queued there is ahead of it) waits in the local queue there,
@@ -486,8 +641,6 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, vtime, enq_flags);
-	/* Unconditionally, after the insert: see dispatch_cpu(). */
-	WRITE_ONCE(cc->queued, 1);
 
 	if (cpu_borrowed(cpu)) {
 		/*
@@ -523,7 +676,77 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 }
 
-#include "steal.bpf.h"
+/*
+ * Steal the head of another CPU's queue: the SMT siblings first, then a
+ * window of CHAMELEON_STEAL_SCAN - siblings other CPUs in topology order from
+ * a rotating start (steal_orders). Bounded per dispatch, and every queue,
+ * including an offline CPU's, is visited within a few dispatches.
+ */
+static bool steal(s32 cpu, struct cpu_ctx *cc)
+{
+	struct chameleon_steal_order *o;
+	u32 key = cpu, i, nr, near;
+	int k;
+	s32 victim;
+
+	o = bpf_map_lookup_elem(&steal_orders, &key);
+	if (!o)
+		return false;
+	nr = o->nr < CHAMELEON_MAX_CPUS ? o->nr : CHAMELEON_MAX_CPUS;
+	near = o->nr_near;
+	bpf_for(i, 0, CHAMELEON_STEAL_SCAN) {
+		k = chameleon_steal_pick(i, nr, near, cc->steal_start);
+		if (k < 0)
+			break;
+		victim = o->cpus[k & (CHAMELEON_MAX_CPUS - 1)];
+		if (!cpu_valid(victim) || victim == cpu ||
+		    !scx_bpf_dsq_nr_queued(victim))
+			continue;
+		if (scx_bpf_dsq_move_to_local(victim, 0)) {
+			cpu_stats[CPU_IDX(cpu)].nr_stolen++;
+			return true;
+		}
+	}
+	/* Next time, the window after this one. */
+	if (near < CHAMELEON_STEAL_SCAN)
+		cc->steal_start += CHAMELEON_STEAL_SCAN - near;
+	return false;
+}
+
+/*
+ * Balance between busy CPUs: stealing happens only when a CPU's own queue is
+ * empty, and a CPU-bound task never wakes to be placed again, so queues made
+ * uneven by hotplug or affinity changes stayed uneven for good (the soak saw
+ * 32 tasks queued on CPU 3 and 6 on CPU 0). Each dispatch compares its queue
+ * with one other CPU's, in steal order, rotating; a queue longer by more than
+ * two gives this CPU its head. O(1) per dispatch.
+ */
+static bool balance_pull(s32 cpu, struct cpu_ctx *cc, u64 mine)
+{
+	struct chameleon_steal_order *o;
+	u32 key = cpu, nr, k;
+	s32 victim;
+
+	o = bpf_map_lookup_elem(&steal_orders, &key);
+	if (!o)
+		return false;
+	nr = o->nr < CHAMELEON_MAX_CPUS ? o->nr : CHAMELEON_MAX_CPUS;
+	if (!nr)
+		return false;
+	k = cc->balance_idx;
+	if (k >= nr)
+		k = 0;
+	cc->balance_idx = k + 1;
+	victim = o->cpus[cpu_idx(k)];
+	if (!cpu_valid(victim) || victim == cpu || cpu_borrowed(victim))
+		return false;
+	if (scx_bpf_dsq_nr_queued(victim) <= mine + 2)
+		return false;
+	if (!scx_bpf_dsq_move_to_local(victim, 0))
+		return false;
+	cpu_stats[CPU_IDX(cpu)].nr_stolen++;
+	return true;
+}
 
 /* Fill @cpu's local queue; whether it got a task. */
 static bool dispatch_cpu(s32 cpu)
@@ -546,20 +769,6 @@ static bool dispatch_cpu(s32 cpu)
 	 * ping-pong) then does only the steal scan.
 	 */
 	mine = scx_bpf_dsq_nr_queued(cpu);
-	/*
-	 * The hint that this queue may hold tasks, for steal() and the pinned
-	 * fast path in enqueue, where it saves a kfunc call: every insert sets
-	 * it after inserting, and only this CPU clears it, when it sees the
-	 * queue empty. The clear is an exchange (a full barrier) followed by
-	 * a second look: an insert the first look missed is seen by it, or
-	 * sets the hint again after the exchange. A queue that holds a task
-	 * never keeps a hint of 0.
-	 */
-	if (!mine && READ_ONCE(cpu_ctx(cpu)->queued)) {
-		__sync_lock_test_and_set(&cpu_ctx(cpu)->queued, 0);
-		if (scx_bpf_dsq_nr_queued(cpu))
-			WRITE_ONCE(cpu_ctx(cpu)->queued, 1);
-	}
 	if (mine) {
 		if (balance_pull(cpu, cpu_ctx(cpu), mine))
 			return true;
@@ -601,21 +810,6 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 	cc = cpu_ctx(cpu);
 	rc = &reps[CPU_IDX(cpu)];
 	now = bpf_ktime_get_ns();
-
-	/*
-	 * A wake the kernel did not show us: without ops.runnable we see wakes
-	 * in select_cpu and enqueue, and the kernel skips ops.enqueue for an
-	 * exiting or migration-disabled task (no SCX_OPS_ENQ_EXITING /
-	 * _MIGRATION_DISABLED: we would have to keep those on their CPU), for
-	 * a CPU going offline, and while bypassing. Whatever runs is runnable:
-	 * count it, and tell the agent of the wake of a sleeper it was told of.
-	 */
-	if (!tctx->counted)
-		count_untagged(p, tctx, cpu, true);
-	if (tctx->sleep_told) {
-		tctx->sleep_told = 0;
-		emit(CHAMELEON_EV_WAKE, cpu, p);
-	}
 
 	/* A stolen task arrives with the victim CPU's clock. */
 	rebase_to(p, tctx, cpu);
@@ -962,6 +1156,7 @@ SCX_OPS_DEFINE(chameleon_ops,
 	       .select_cpu	= (void *)chameleon_select_cpu,
 	       .enqueue		= (void *)chameleon_enqueue,
 	       .dispatch	= (void *)chameleon_dispatch,
+	       .runnable	= (void *)chameleon_runnable,
 	       .running		= (void *)chameleon_running,
 	       .stopping	= (void *)chameleon_stopping,
 	       .tick		= (void *)chameleon_tick,

@@ -96,7 +96,7 @@ pub fn untagged_step(current: usize, seen: usize, pending: Option<(usize, u32)>)
 /// (cpu_stats[].nr_untagged), exact at each instant, so what this filters is
 /// what did not last: a shell's commands, kworkers, a CLI polling the agent
 /// (present in most samples under TCG, but not in nine in ten), and the rare
-/// sample taken while a task was between stopping() and its re-enqueue for a
+/// sample taken while a task was between stopping() and runnable() for a
 /// property change (under TCG a vCPU can stop for milliseconds inside that
 /// window; the minimum, which one such sample defeats, missed 4 steady
 /// spinners for 20 s in a make test). It used to be /proc/stat's
@@ -431,7 +431,7 @@ mod tests {
         assert!(w.is_empty(), "the window restarts");
         assert_eq!(steady_running(&mut w), None);
         // A sample or four caught a spinner between stopping() and
-        // its re-enqueue: the 4 still count.
+        // runnable(): the 4 still count.
         let mut w = vec![4; 50];
         w[7] = 3;
         w[30] = 3;
