@@ -1178,6 +1178,6 @@ SCX_OPS_DEFINE(chameleon_ops,
 		* well under a second; a third of the kernel's default still
 		* leaves room for TCG and thousands of queued tasks.
 		*/
-	       .timeout_ms	= 10000,
+	       .timeout_ms	= 10000,	/* the agent sets --watchdog-timeout-ms */
 	       .flags		= SCX_OPS_ENQ_LAST,
 	       .name		= "chameleon");

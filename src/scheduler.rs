@@ -45,6 +45,8 @@ pub struct Opts {
     /// A task waiting on a lent CPU gets it back after this long, whatever
     /// the vtimes say (the lending bound).
     pub lend_wait_ms: u64,
+    /// The kernel's watchdog timeout (ops.timeout_ms).
+    pub watchdog_timeout_ms: u32,
     /// Cgroups whose tasks want execution objects.
     pub tags: Vec<Tag>,
     /// Nodes as CPU lists ("0-11;12-23"); None: one per LLC.
@@ -70,6 +72,7 @@ impl Default for Opts {
             stats_interval: None,
             min_gran_us: 1000,
             lend_wait_ms: 50,
+            watchdog_timeout_ms: 10_000,
             tags: Vec::new(),
             node_cpus: None,
             max_level: bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_LEVEL,
@@ -100,6 +103,10 @@ impl Opts {
         // Above 1 s a waiter would notice; the kernel's watchdog (10 s here) must never.
         if !(1..=1000).contains(&self.lend_wait_ms) {
             bail!("--lend-wait-ms must be between 1 and 1000 (got {})", self.lend_wait_ms);
+        }
+        // The kernel refuses more than 30 s; under 1 s is no longer above our own bounds.
+        if !(1000..=30_000).contains(&self.watchdog_timeout_ms) {
+            bail!("--watchdog-timeout-ms must be between 1000 and 30000 (got {})", self.watchdog_timeout_ms);
         }
         Ok(())
     }
@@ -260,6 +267,7 @@ impl<'a> Scheduler<'a> {
         rodata.agent_tgid = std::process::id() as i32;
         rodata.min_gran_ns = opts.min_gran_us * 1000;
         rodata.lend_wait_ns = opts.lend_wait_ms * 1_000_000;
+        skel.struct_ops.chameleon_ops_mut().timeout_ms = opts.watchdog_timeout_ms;
         skel.maps.steal_orders.set_max_entries(nr_cpus as u32)?;
 
         // Resolve tags before loading: a bad cgroup path fails here, cleanly.
@@ -316,8 +324,8 @@ impl<'a> Scheduler<'a> {
             }
         }
         info!(
-            "scx_chameleon attached: {} CPUs, slice {} us, min granularity {} us, lending bound {} ms",
-            nr_cpus, opts.slice_us, opts.min_gran_us, opts.lend_wait_ms
+            "scx_chameleon attached: {} CPUs, slice {} us, min granularity {} us, lending bound {} ms, watchdog {} ms",
+            nr_cpus, opts.slice_us, opts.min_gran_us, opts.lend_wait_ms, opts.watchdog_timeout_ms
         );
         Ok(Scheduler {
             skel,

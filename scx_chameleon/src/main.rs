@@ -53,6 +53,13 @@ struct Cli {
     #[arg(long, default_value_t = 50)]
     lend_wait_ms: u64,
 
+    /// The kernel's watchdog: a task left runnable this long without running
+    /// ejects the scheduler, with a dump of its state (1000..=30000; the
+    /// scheduler's own bounds keep every wait under a second). The tests run
+    /// with it lower, to catch a stranded task while it happens.
+    #[arg(long, default_value_t = 10000)]
+    watchdog_timeout_ms: u32,
+
     /// Tag a cgroup: its tasks want an execution object. CGROUP is a path under
     /// /sys/fs/cgroup; level 1..3 (2^level CPUs), weight 1..10000, tax 0.01..100.
     /// Repeatable.
@@ -393,6 +400,7 @@ fn run() -> Result<()> {
         stats_interval: (cli.stats > 0.0).then(|| Duration::from_secs_f64(cli.stats)),
         min_gran_us: cli.min_granularity_us,
         lend_wait_ms: cli.lend_wait_ms,
+        watchdog_timeout_ms: cli.watchdog_timeout_ms,
         tags: cli.tags,
         node_cpus: cli.node_cpus,
         max_level: cli.max_level,

@@ -26,6 +26,8 @@ refused 'is not a CPU number' --node-cpus 0-99999999999999999999
 refused '--slice-us must be between 100 and 1000000' --slice-us 18446744073709551615
 refused 'invalid value' --slice-us 18446744073709551616
 refused '--lend-wait-ms must be between 1 and 1000' --lend-wait-ms 0
+refused '--watchdog-timeout-ms must be between 1000 and 30000' --watchdog-timeout-ms 999
+refused 'invalid value' --watchdog-timeout-ms 4294967296
 
 # A non-socket at the socket path is refused and left alone.
 mkdir -p /tmp/ctl && echo precious >/tmp/ctl/control.sock

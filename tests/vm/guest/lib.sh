@@ -19,6 +19,11 @@ fail() {
 	if [ -f "$AGENT_LOG" ]; then
 		echo "--- agent log (last 20 lines) ---"
 		tail -n 20 "$AGENT_LOG"
+		# The kernel's dump of an ejection (watchdog, scx_bpf_error): who waited where.
+		if grep -q "^DEBUG DUMP" "$AGENT_LOG"; then
+			echo "--- the kernel's exit dump ---"
+			sed -n '/^DEBUG DUMP/,$p' "$AGENT_LOG" | head -n 250
+		fi
 	fi
 	exit 1
 }
@@ -50,8 +55,14 @@ wait_state() {
 
 # start_agent [ARGS...]: run scx_chameleon in the background and wait until
 # the kernel reports our scheduler enabled.
+# The kernel's watchdog at half its default: a task stranded for WATCHDOG_MS
+# (5x the policy's own 1 s bound) ejects the scheduler with the kernel's dump
+# of who waited where, while it happens (a test's later check would only see
+# that something took long). A test whose scenario starves a task on purpose
+# (an RT hog) sets WATCHDOG_MS.
 start_agent() {
 	[ "$(state)" = disabled ] || fail "sched_ext is '$(state)' before the agent starts"
+	set -- --watchdog-timeout-ms "${WATCHDOG_MS:-5000}" "$@"
 	if [ -n "$START_AGENT_NICE" ]; then
 		# (busybox has renice, not nice; without -n it sets the value)
 		sh -c 'renice "$0" $$ >/dev/null && exec scx_chameleon "$@"' "$START_AGENT_NICE" "$@" >"$AGENT_LOG" 2>&1 &
