@@ -39,7 +39,10 @@
  * Parking (park.bpf.h): a CPU the agent parked gets nothing new and runs
  * only what can run nowhere else.
  *
- * Execution objects (fuse, split, tax, the lending bound) live in
+ * The ops are here; what they share lives by concept in: events.bpf.h (to
+ * the agent), wake.bpf.h (a task's tag, wake and sleep), steal.bpf.h
+ * (taking other CPUs' work), wait_bound.bpf.h, hotplug.bpf.h, park.bpf.h,
+ * dump.bpf.h. Execution objects (fuse, split, tax, the lending bound) live in
  * exec_object.bpf.h; the hooks here call into it only for tagged tasks and
  * for CPUs lent to an object. SCX_OPS_ENQ_LAST is set so that a task
  * preempted on a lent CPU comes back through enqueue() instead of silently
@@ -240,70 +243,7 @@ static u64 task_cgroup_id(struct task_struct *p)
 	return p->cgroups->dfl_cgrp->kn->id;
 }
 
-static struct chameleon_event *event_reserve(u32 kind, s32 cpu)
-{
-	struct chameleon_event *ev;
-
-	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-	if (!ev) {
-		__sync_fetch_and_add(&nr_events_dropped, 1);
-		return NULL;
-	}
-	__builtin_memset(ev, 0, sizeof(*ev));
-	ev->kind = kind;
-	ev->cpu = cpu;
-	ev->ts_ns = bpf_ktime_get_ns();
-	return ev;
-}
-
-static void event_set_task(struct chameleon_event *ev, struct task_struct *p)
-{
-	ev->pid = p->pid;
-	ev->cgroup_id = task_cgroup_id(p);
-	__builtin_memcpy(ev->comm, p->comm, sizeof(ev->comm));
-}
-
-/* A task or CPU event. */
-static void emit(u32 kind, s32 cpu, struct task_struct *p)
-{
-	struct chameleon_event *ev = event_reserve(kind, cpu);
-
-	if (!ev)
-		return;
-	if (p)
-		event_set_task(ev, p);
-	bpf_ringbuf_submit(ev, 0);
-}
-
-/* A task wants an object of @level (0: no longer wants one). */
-static void emit_demand(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
-			u64 cgid, u32 level)
-{
-	struct chameleon_event *ev;
-
-	tctx->demand_drops = READ_ONCE(nr_events_dropped);
-	ev = event_reserve(CHAMELEON_EV_DEMAND, cpu);
-
-	if (!ev)
-		return;
-	event_set_task(ev, p);
-	ev->cgroup_id = cgid;
-	ev->level = level;
-	bpf_ringbuf_submit(ev, 0);
-}
-
-/* A tagged task leaves: how long it ran, and ran fused. */
-static void emit_exit(struct task_struct *p, s32 cpu, u64 run_ns, u64 fused_ns)
-{
-	struct chameleon_event *ev = event_reserve(CHAMELEON_EV_TASK_EXIT, cpu);
-
-	if (!ev)
-		return;
-	event_set_task(ev, p);
-	ev->run_ns = run_ns;
-	ev->fused_ns = fused_ns;
-	bpf_ringbuf_submit(ev, 0);
-}
+#include "events.bpf.h"
 
 /*
  * Rebase @p's vtime onto @cpu's clock if it was last charged against another
@@ -329,58 +269,7 @@ static void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 #include "wait_bound.bpf.h"
 #include "exec_object.bpf.h"
 
-/*
- * The tag in force for @p may have changed (the agent rewrote tags, or the
- * task is in another leaf cgroup now): tell the agent (DEMAND with the object
- * level, 0 = no longer wants one). A fused object it may no longer hold is
- * split now; the agent withdraws it shortly.
- */
-static void retag(struct task_struct *p, struct task_ctx *tctx, u64 cgid)
-{
-	struct chameleon_tag *tag = bpf_map_lookup_elem(&tags, &cgid);
-	u32 level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
-	s32 cpu = scx_bpf_task_cpu(p);
-
-	tctx->tags_gen = tags_gen;
-	tctx->cgid = cgid;
-	if (!level && !tctx->tagged)
-		return;
-	if (!level)
-		split_owned(tctx, p->pid, CHAMELEON_SPLIT_RETAG);
-	tctx->tagged = level > 0;
-	emit_demand(p, tctx, cpu, cgid, level);
-}
-
-/* Cheap enough for every enqueue: two compares unless something changed. */
-static void tag_check(struct task_struct *p, struct task_ctx *tctx)
-{
-	u64 cgid = task_cgroup_id(p);
-
-	if (tctx->tags_gen != tags_gen || tctx->cgid != cgid)
-		retag(p, tctx, cgid);
-}
-
-/*
- * A tagged task without an object whose DEMAND may have been lost: events were
- * dropped (the ring buffer was full) since it last asked. It asks again, once
- * per loss, so that no task stays without its object because the agent was
- * slow once.
- */
-static void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx)
-{
-	struct chameleon_tag *tag;
-	u64 cgid = tctx->cgid;
-	u32 level;
-
-	if (tctx->demand_drops == READ_ONCE(nr_events_dropped))
-		return;
-	tag = bpf_map_lookup_elem(&tags, &cgid);
-	level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
-	if (level)
-		emit_demand(p, tctx, scx_bpf_task_cpu(p), cgid, level);
-	else
-		tctx->demand_drops = READ_ONCE(nr_events_dropped);
-}
+#include "wake.bpf.h"
 
 /*
  * An idle CPU @p may use that is neither lent to an object nor parked, or -1. A lent CPU
@@ -458,29 +347,6 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 }
 
 /*
- * Keep @p in the count of runnable untagged tasks iff it is runnable (@add),
- * untagged and not the agent. The node manager keeps that many CPUs native
- * (untagged load). Called under the runqueue lock of @p's CPU, whose counter
- * it changes, so plain increments do. Only runnable, stopping(!runnable) and
- * a tag change move the count: the kernel calls none for a migration, so a
- * task moving between CPUs is never missed, as it is by /proc/stat's
- * procs_running, which the kernel sums over the runqueues without a lock.
- */
-static void count_untagged(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
-			   bool add)
-{
-	bool want = add && !tctx->tagged && p->tgid != agent_tgid;
-
-	if (want == !!tctx->counted || !cpu_valid(cpu))
-		return;
-	tctx->counted = want;
-	if (want)
-		cpu_stats[CPU_IDX(cpu)].nr_untagged++;
-	else
-		cpu_stats[CPU_IDX(cpu)].nr_untagged--;
-}
-
-/*
  * @p becomes runnable, whether select_cpu dispatched it directly or enqueue
  * will queue it: the place for wake bookkeeping.
  */
@@ -504,28 +370,6 @@ void BPF_STRUCT_OPS(chameleon_runnable, struct task_struct *p, u64 enq_flags)
 		tctx->sleep_told = 0;
 		emit(CHAMELEON_EV_WAKE, scx_bpf_task_cpu(p), p);
 	}
-}
-
-/*
- * @p stops being runnable (stopping() with !runnable: it blocks, exits or
- * is dequeued for a property change while it runs; a queued task that
- * never ran cannot block). The agent frees the object of a long sleeper,
- * so a sleeping task that holds one is reported (and its wake, then);
- * tagged tasks without an object cost no event. Done here rather than in
- * ops.quiescent: one struct_ops call less per sleep, and a task dequeued
- * for a property change while queued stays counted.
- */
-static void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
-{
-	s32 pid = p->pid;
-
-	count_untagged(p, tctx, cpu, false);
-	if (!tctx->tagged || p->__state == 0 /* TASK_RUNNING: not a sleep */)
-		return;
-	if (!bpf_map_lookup_elem(&assignments, &pid))
-		return;
-	tctx->sleep_told = 1;
-	emit(CHAMELEON_EV_SLEEP, cpu, p);
 }
 
 /* Both of @cpu's queues hold no task that would run before @vtime there. */
@@ -676,77 +520,8 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 }
 
-/*
- * Steal the head of another CPU's queue: the SMT siblings first, then a
- * window of CHAMELEON_STEAL_SCAN - siblings other CPUs in topology order from
- * a rotating start (steal_orders). Bounded per dispatch, and every queue,
- * including an offline CPU's, is visited within a few dispatches.
- */
-static bool steal(s32 cpu, struct cpu_ctx *cc)
-{
-	struct chameleon_steal_order *o;
-	u32 key = cpu, i, nr, near;
-	int k;
-	s32 victim;
+#include "steal.bpf.h"
 
-	o = bpf_map_lookup_elem(&steal_orders, &key);
-	if (!o)
-		return false;
-	nr = o->nr < CHAMELEON_MAX_CPUS ? o->nr : CHAMELEON_MAX_CPUS;
-	near = o->nr_near;
-	bpf_for(i, 0, CHAMELEON_STEAL_SCAN) {
-		k = chameleon_steal_pick(i, nr, near, cc->steal_start);
-		if (k < 0)
-			break;
-		victim = o->cpus[k & (CHAMELEON_MAX_CPUS - 1)];
-		if (!cpu_valid(victim) || victim == cpu ||
-		    !scx_bpf_dsq_nr_queued(victim))
-			continue;
-		if (scx_bpf_dsq_move_to_local(victim, 0)) {
-			cpu_stats[CPU_IDX(cpu)].nr_stolen++;
-			return true;
-		}
-	}
-	/* Next time, the window after this one. */
-	if (near < CHAMELEON_STEAL_SCAN)
-		cc->steal_start += CHAMELEON_STEAL_SCAN - near;
-	return false;
-}
-
-/*
- * Balance between busy CPUs: stealing happens only when a CPU's own queue is
- * empty, and a CPU-bound task never wakes to be placed again, so queues made
- * uneven by hotplug or affinity changes stayed uneven for good (the soak saw
- * 32 tasks queued on CPU 3 and 6 on CPU 0). Each dispatch compares its queue
- * with one other CPU's, in steal order, rotating; a queue longer by more than
- * two gives this CPU its head. O(1) per dispatch.
- */
-static bool balance_pull(s32 cpu, struct cpu_ctx *cc, u64 mine)
-{
-	struct chameleon_steal_order *o;
-	u32 key = cpu, nr, k;
-	s32 victim;
-
-	o = bpf_map_lookup_elem(&steal_orders, &key);
-	if (!o)
-		return false;
-	nr = o->nr < CHAMELEON_MAX_CPUS ? o->nr : CHAMELEON_MAX_CPUS;
-	if (!nr)
-		return false;
-	k = cc->balance_idx;
-	if (k >= nr)
-		k = 0;
-	cc->balance_idx = k + 1;
-	victim = o->cpus[cpu_idx(k)];
-	if (!cpu_valid(victim) || victim == cpu || cpu_borrowed(victim))
-		return false;
-	if (scx_bpf_dsq_nr_queued(victim) <= mine + 2)
-		return false;
-	if (!scx_bpf_dsq_move_to_local(victim, 0))
-		return false;
-	cpu_stats[CPU_IDX(cpu)].nr_stolen++;
-	return true;
-}
 
 /* Fill @cpu's local queue; whether it got a task. */
 static bool dispatch_cpu(s32 cpu)

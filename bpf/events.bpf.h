@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Events to the agent, through the ring buffer (intf.h: struct
+ * chameleon_event). A full ring buffer drops the event and counts it
+ * (nr_events_dropped): a tagged task whose DEMAND was lost asks again
+ * (redemand_if_lost()), and the agent reconciles the rest once a second.
+ * Included by main.bpf.c.
+ */
+
+static struct chameleon_event *event_reserve(u32 kind, s32 cpu)
+{
+	struct chameleon_event *ev;
+
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		__sync_fetch_and_add(&nr_events_dropped, 1);
+		return NULL;
+	}
+	__builtin_memset(ev, 0, sizeof(*ev));
+	ev->kind = kind;
+	ev->cpu = cpu;
+	ev->ts_ns = bpf_ktime_get_ns();
+	return ev;
+}
+
+static void event_set_task(struct chameleon_event *ev, struct task_struct *p)
+{
+	ev->pid = p->pid;
+	ev->cgroup_id = task_cgroup_id(p);
+	__builtin_memcpy(ev->comm, p->comm, sizeof(ev->comm));
+}
+
+/* A task or CPU event. */
+static void emit(u32 kind, s32 cpu, struct task_struct *p)
+{
+	struct chameleon_event *ev = event_reserve(kind, cpu);
+
+	if (!ev)
+		return;
+	if (p)
+		event_set_task(ev, p);
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/* A task wants an object of @level (0: no longer wants one). */
+static void emit_demand(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+			u64 cgid, u32 level)
+{
+	struct chameleon_event *ev;
+
+	tctx->demand_drops = READ_ONCE(nr_events_dropped);
+	ev = event_reserve(CHAMELEON_EV_DEMAND, cpu);
+
+	if (!ev)
+		return;
+	event_set_task(ev, p);
+	ev->cgroup_id = cgid;
+	ev->level = level;
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/* A tagged task leaves: how long it ran, and ran fused. */
+static void emit_exit(struct task_struct *p, s32 cpu, u64 run_ns, u64 fused_ns)
+{
+	struct chameleon_event *ev = event_reserve(CHAMELEON_EV_TASK_EXIT, cpu);
+
+	if (!ev)
+		return;
+	event_set_task(ev, p);
+	ev->run_ns = run_ns;
+	ev->fused_ns = fused_ns;
+	bpf_ringbuf_submit(ev, 0);
+}

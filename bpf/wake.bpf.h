@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A task's wake and sleep, as the policy keeps account of them: its tag
+ * checked (a retag tells the agent), the count of runnable untagged tasks
+ * that the node manager keeps CPUs native for, and the agent told of the
+ * sleep of a task that holds an object (its wake, in ops.runnable). A sleep
+ * is seen in stopping(!runnable); there is no ops.quiescent (main.bpf.c).
+ * Included by main.bpf.c.
+ */
+
+/*
+ * The tag in force for @p may have changed (the agent rewrote tags, or the
+ * task is in another leaf cgroup now): tell the agent (DEMAND with the object
+ * level, 0 = no longer wants one). A fused object it may no longer hold is
+ * split now; the agent withdraws it shortly.
+ */
+static void retag(struct task_struct *p, struct task_ctx *tctx, u64 cgid)
+{
+	struct chameleon_tag *tag = bpf_map_lookup_elem(&tags, &cgid);
+	u32 level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	tctx->tags_gen = tags_gen;
+	tctx->cgid = cgid;
+	if (!level && !tctx->tagged)
+		return;
+	if (!level)
+		split_owned(tctx, p->pid, CHAMELEON_SPLIT_RETAG);
+	tctx->tagged = level > 0;
+	emit_demand(p, tctx, cpu, cgid, level);
+}
+
+/* Cheap enough for every enqueue: two compares unless something changed. */
+static void tag_check(struct task_struct *p, struct task_ctx *tctx)
+{
+	u64 cgid = task_cgroup_id(p);
+
+	if (tctx->tags_gen != tags_gen || tctx->cgid != cgid)
+		retag(p, tctx, cgid);
+}
+
+/*
+ * A tagged task without an object whose DEMAND may have been lost: events were
+ * dropped (the ring buffer was full) since it last asked. It asks again, once
+ * per loss, so that no task stays without its object because the agent was
+ * slow once.
+ */
+static void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx)
+{
+	struct chameleon_tag *tag;
+	u64 cgid = tctx->cgid;
+	u32 level;
+
+	if (tctx->demand_drops == READ_ONCE(nr_events_dropped))
+		return;
+	tag = bpf_map_lookup_elem(&tags, &cgid);
+	level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
+	if (level)
+		emit_demand(p, tctx, scx_bpf_task_cpu(p), cgid, level);
+	else
+		tctx->demand_drops = READ_ONCE(nr_events_dropped);
+}
+
+/*
+ * Keep @p in the count of runnable untagged tasks iff it is runnable (@add),
+ * untagged and not the agent. The node manager keeps that many CPUs native
+ * (untagged load). Called under the runqueue lock of @p's CPU, whose counter
+ * it changes, so plain increments do. Only runnable, stopping(!runnable) and
+ * a tag change move the count: the kernel calls none for a migration, so a
+ * task moving between CPUs is never missed, as it is by /proc/stat's
+ * procs_running, which the kernel sums over the runqueues without a lock.
+ */
+static void count_untagged(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+			   bool add)
+{
+	bool want = add && !tctx->tagged && p->tgid != agent_tgid;
+
+	if (want == !!tctx->counted || !cpu_valid(cpu))
+		return;
+	tctx->counted = want;
+	if (want)
+		cpu_stats[CPU_IDX(cpu)].nr_untagged++;
+	else
+		cpu_stats[CPU_IDX(cpu)].nr_untagged--;
+}
+
+/*
+ * @p stops being runnable (stopping() with !runnable: it blocks, exits or
+ * is dequeued for a property change while it runs; a queued task that
+ * never ran cannot block). The agent frees the object of a long sleeper,
+ * so a sleeping task that holds one is reported (and its wake, then);
+ * tagged tasks without an object cost no event. Done here rather than in
+ * ops.quiescent: one struct_ops call less per sleep, and a task dequeued
+ * for a property change while queued stays counted.
+ */
+static void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+{
+	s32 pid = p->pid;
+
+	count_untagged(p, tctx, cpu, false);
+	if (!tctx->tagged || p->__state == 0 /* TASK_RUNNING: not a sleep */)
+		return;
+	if (!bpf_map_lookup_elem(&assignments, &pid))
+		return;
+	tctx->sleep_told = 1;
+	emit(CHAMELEON_EV_SLEEP, cpu, p);
+}
