@@ -444,14 +444,6 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	rebase_to(p, tctx, cpu);
-	cc = cpu_ctx(cpu);
-	vtime = chameleon_vtime_floor(p->scx.dsq_vtime, cc->vclock, slice_ns);
-	vtime = chameleon_vtime_cap(vtime, cc->vclock, CHAMELEON_WAIT_BOUND_NS,
-				    cc->running ? cc->curr_weight : 0);
-	scx_bpf_task_set_dsq_vtime(p, vtime);
-	if (st)
-		st->nr_enqueued++;
 	/*
 	 * A task that can run here only, with both queues here empty:
 	 * straight to the local queue, where it runs next whatever the order
@@ -461,6 +453,11 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 * turns there would keep the CPU out of ops.dispatch for good, and
 	 * with it whatever only this CPU can take from the other queues
 	 * (rt_hog: a task drained to the global queue waited there).
+	 * Before the vtime work, which only a queue ordered by vtime needs
+	 * (it floors and caps a task's vtime when it gets there; one kfunc
+	 * call less per pinned wakeup). Its vtime stays as it was: running()
+	 * moves this CPU's clock only forward to it, and its next insert into
+	 * the vtime queue floors and caps it there.
 	 */
 	if (!task_movable(p) && !withheld(cpu) && !scx_bpf_dsq_nr_queued(cpu) &&
 	    !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu)) {
@@ -473,6 +470,14 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 		return;
 	}
+	rebase_to(p, tctx, cpu);
+	cc = cpu_ctx(cpu);
+	vtime = chameleon_vtime_floor(p->scx.dsq_vtime, cc->vclock, slice_ns);
+	vtime = chameleon_vtime_cap(vtime, cc->vclock, CHAMELEON_WAIT_BOUND_NS,
+				    cc->running ? cc->curr_weight : 0);
+	scx_bpf_task_set_dsq_vtime(p, vtime);
+	if (st)
+		st->nr_enqueued++;
 	/*
 	 * A task with an object that runs next on its representative anyway
 	 * (nobody queued there is ahead of it) waits in the local queue there,
