@@ -48,7 +48,8 @@ static void find_starved(u64 now)
 	bpf_for(c, 0, nr_cpus) {
 		struct cpu_ctx *cc = cpu_ctx(c);
 
-		if (cc->starved_pid || !scx_bpf_dsq_nr_queued(c))
+		if (chameleon_guard_skips(scx_bpf_dsq_nr_queued(c), cc->starved_pid,
+					  cc->borrowed_by))
 			continue;
 		/* Outside ops, older kernels want the DSQ walked under RCU. */
 		bpf_rcu_read_lock();

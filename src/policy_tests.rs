@@ -189,6 +189,7 @@ extern "C" {
     fn host_lend_due(now: u64, since: u64, has_waiter: i32, bound: u64) -> i32;
     fn host_lend_wait_start(now: u64, since: u64, kernel_waited: u64) -> u64;
     fn host_steal_pick(i: u32, nr: u32, near: u32, start: u32) -> i32;
+    fn host_guard_skips(nr_queued: u64, starved_pid: i32, borrowed_by: i32) -> i32;
 }
 
 #[test]
@@ -237,6 +238,22 @@ fn lending_bound_starts_at_the_kernels_account_if_ours_missed_the_wait() {
         assert_eq!(host_lend_wait_start(now, now - 5 * MS, 0), now - 5 * MS);
         assert_eq!(host_lend_wait_start(now, 0, 0), 0);
         assert_eq!(host_lend_wait_start(10 * MS, 0, 20 * MS), 0);
+    }
+}
+
+#[test]
+fn guard_reads_a_lent_cpus_queue_even_with_a_starved_task_named() {
+    unsafe {
+        assert_eq!(host_guard_skips(0, 0, 0), 1, "empty queue");
+        assert_eq!(host_guard_skips(0, 0, 3), 1, "empty lent queue");
+        assert_eq!(host_guard_skips(2, 0, 0), 0);
+        // Not lent: the named task runs at the CPU's next dispatch.
+        assert_eq!(host_guard_skips(2, 1234, 0), 1);
+        // Lent: its dispatch serves only its bound kthreads and never
+        // reaches the named task, so a name left from before the lend
+        // would keep the kernel's account of its waiters (the lending
+        // bound's backstop) from being read for as long as it is lent.
+        assert_eq!(host_guard_skips(2, 1234, 3), 0);
     }
 }
 
