@@ -29,9 +29,10 @@ void BPF_STRUCT_OPS(chameleon_dump_cpu, struct scx_dump_ctx *dctx, s32 cpu,
 	scx_bpf_dump("chameleon: queued=%d online=%u parked=%u drain=%u dying=%u dispatched_ago=%lldus curr_pid=%d",
 		     scx_bpf_dsq_nr_queued(cpu), cc->online, cc->parked, cc->drain, cc->dying,
 		     (s64)(bpf_ktime_get_ns() - cc->dispatched_at) / 1000, cc->curr_pid);
-	scx_bpf_dump("\n            borrowed_by=%d rep_state=%u owner=%d nr_cpus=%u pending=0x%llx lend_wait_since=%llu",
+	scx_bpf_dump("\n            borrowed_by=%d rep_state=%u owner=%d nr_cpus=%u pending=0x%llx lend_wait_since=%llu released_at=%llu kthread=%u",
 		     cc->borrowed_by - 1, rc->state, rc->owner, rc->nr_cpus,
-		     rc->pending, cc->lend_wait_since);
+		     rc->pending, cc->lend_wait_since, cc->released_at,
+		     cc->released_kthread);
 }
 
 void BPF_STRUCT_OPS(chameleon_dump_task, struct scx_dump_ctx *dctx,

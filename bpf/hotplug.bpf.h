@@ -132,8 +132,9 @@ static void drain_offline(void)
  * - an online CPU that idles while its own queue holds tasks is kicked: its
  *   enqueue-time kick can be lost around hotplug (a kick to a CPU that is not
  *   online yet is dropped);
- * - a queue whose CPU has not dispatched for CHAMELEON_RESCUE_NS is drained
- *   like an offline CPU's. A CPU stops dispatching when a higher class (RT,
+ * - a queue whose CPU has not dispatched for CHAMELEON_RESCUE_NS, or that a
+ *   higher class has held for CHAMELEON_RELEASE_NS (preempt.h: it told us,
+ *   no need to wait that long), is drained like an offline CPU's. A CPU stops dispatching when a higher class (RT,
  *   deadline) holds it, and on 6.16-7.0 as soon as it stops being active on
  *   its way down, long before ops.cpu_offline: the RCU grace period the
  *   hotplug then waits for can need a task in that queue (seen on 7.0.13:
@@ -161,7 +162,9 @@ static void hotplug_guard(u64 now)
 		 * 1 s), and the global queue would hand them to the lent CPU.
 		 */
 		if (!cc->borrowed_by &&
-		    now - READ_ONCE(cc->dispatched_at) > CHAMELEON_RESCUE_NS &&
+		    (now - READ_ONCE(cc->dispatched_at) > CHAMELEON_RESCUE_NS ||
+		     chameleon_released_long(READ_ONCE(cc->released_at), now,
+					     CHAMELEON_RELEASE_NS)) &&
 		    __sync_bool_compare_and_swap(&cc->drain, 0, 1)) {
 			__sync_fetch_and_add(&nr_to_drain, 1);
 			__sync_fetch_and_add(&nr_rescued, 1);

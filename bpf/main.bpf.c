@@ -27,9 +27,13 @@
  *   then a bounded, rotating window of the rest in topology order.
  * - running/stopping: advance the CPU's clock; charge delta * 100 / weight.
  * - cpu_release: a higher class took the CPU; its local queue goes back to
- *   enqueue (others may steal it), unless the taker is a kthread bound there
- *   (kmod_proxy's idle injection, which only makes the CPU slower; the
- *   stopper), whose turn is short.
+ *   enqueue, always (the kernel does not say so again if an RT task follows
+ *   the first taker: preempt.h). Others may steal it, unless the taker is a
+ *   kthread bound there (kmod_proxy's idle injection, which only makes the
+ *   CPU slower; the stopper), whose turn is short: then the tasks wait at
+ *   the front of the CPU's own queue. Away for CHAMELEON_RELEASE_NS, to
+ *   anyone, the CPU has its queue drained to the others (hotplug_guard).
+ *   cpu_acquire: the CPU is ours again.
  * - cpu_online/cpu_offline: split objects the CPU was part of, report the
  *   event, and see the CPU's way down through (hotplug.bpf.h: its queue
  *   drained, the CPU kicked until the kernel no longer waits for it).
@@ -66,6 +70,7 @@
 #include "vtime.h"
 #include "tax.h"
 #include "exec_object.h"
+#include "preempt.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -98,7 +103,7 @@ struct cpu_ctx {
 	u8	running;	/* an scx task runs here */
 	u8	online;
 	u8	parked;		/* parked by the agent (park.bpf.h) */
-	u8	pad;
+	u8	released_kthread; /* released_at: taken by a per-CPU kthread */
 	u32	steal_start;	/* rotating start of the far steal window */
 	u32	drain;		/* offline, its queue not yet emptied (hotplug.bpf.h) */
 	u32	dying;		/* offline, the kernel may still wait for it to empty */
@@ -114,6 +119,7 @@ struct cpu_ctx {
 	u64	lend_wait_since; /* a task other than a pcpu kthread waits while lent */
 	u64	lend_block_until; /* not lent again before this (after a bound split) */
 	s32	lend_owed_by;	/* representative + 1 whose bound split gave it to its waiters */
+	u64	released_at;	/* a higher class took it then, 0: ours (preempt.h) */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));
 
 /* Per-CPU state, indexed by CPU id. In .bss so the agent reads it mmapped. */
@@ -268,6 +274,7 @@ static void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 #include "hotplug.bpf.h"
 #include "wait_bound.bpf.h"
 #include "exec_object.bpf.h"
+#include "preempt.bpf.h"
 
 #include "wake.bpf.h"
 
@@ -389,9 +396,17 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu = scx_bpf_task_cpu(p), rep, idle;
 	struct task_ctx *tctx = task_ctx(p);
 	struct chameleon_cpu_stats *st = stats_here();
+	bool reenq = enq_flags & SCX_ENQ_REENQ;
+	/*
+	 * Back from a local queue (cpu_release), a task keeps what is left of
+	 * its slice (0: the kernel keeps it), as the local queue would have:
+	 * a new one each time idle injection pushes it off would let it run
+	 * on for as long as the injections come before its slice ends (the
+	 * others on that CPU waited 480 ms: kthread_then_rt).
+	 */
+	u64 slice = reenq ? 0 : slice_ns, vtime;
+	bool here = true, held;
 	struct cpu_ctx *cc;
-	bool here = true;
-	u64 vtime;
 
 	if (!tctx || !cpu_valid(cpu)) {
 		/* Not ours to order (should not happen): keep it runnable. */
@@ -467,7 +482,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		 * would be an irq_work for nothing, and on this CPU, whose
 		 * runqueue lock we hold, always a self-IPI.
 		 */
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
 		return;
 	}
 	rebase_to(p, tctx, cpu);
@@ -475,6 +490,18 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	vtime = chameleon_vtime_floor(p->scx.dsq_vtime, cc->vclock, slice_ns);
 	vtime = chameleon_vtime_cap(vtime, cc->vclock, CHAMELEON_WAIT_BOUND_NS,
 				    cc->running ? cc->curr_weight : 0);
+	/*
+	 * Back from the local queue of a CPU a per-CPU kthread took for a
+	 * moment (cpu_release): in front of this CPU's own queue, where the
+	 * local queue had it, and nobody steals it while the hold is fresh.
+	 */
+	held = reenq && here && kthread_holds(cpu);
+	if (held) {
+		struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(cpu);
+
+		vtime = chameleon_vtime_resume(vtime, head ? head->scx.dsq_vtime : 0,
+					       head != NULL);
+	}
 	scx_bpf_task_set_dsq_vtime(p, vtime);
 	if (st)
 		st->nr_enqueued++;
@@ -483,13 +510,20 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 * (nobody queued there is ahead of it) waits in the local queue there,
 	 * where no other CPU can steal it: a stolen owner runs elsewhere and
 	 * its object ends (bench Fig. 7: 47-66 such splits per run under full
-	 * load). Only into an empty local queue, like the pinned path above.
+	 * load). Only into an empty local queue, like the pinned path above,
+	 * and only while the CPU is ours: not back into the one cpu_release()
+	 * just emptied, nor into one a kthread holds, which an RT task may
+	 * take next without a word (preempt.h).
 	 */
-	if (rep >= 0 && !withheld(cpu) && owner_next(cpu, vtime)) {
+	if (rep >= 0 && !reenq && !READ_ONCE(cc->released_at) && !withheld(cpu) &&
+	    owner_next(cpu, vtime)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 		return;
 	}
-	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, vtime, enq_flags);
+	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
+	/* The CPU comes back to it: no other CPU to wake. */
+	if (held)
+		return;
 
 	if (cpu_borrowed(cpu)) {
 		/*
@@ -728,35 +762,6 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 	}
 }
 
-/*
- * A higher class (RT, deadline, stop) takes @cpu from us. A kthread bound
- * here changes nothing: kmod_proxy's idle injection (idle_inject/N: the
- * emulation makes the CPU slower, it does not take it away), the stopper
- * (the soft-lockup watchdog's every 4 s), a threaded interrupt. Their turns
- * are short, the object (an injected idle period is its emulated speed) and
- * the local queue stay, and the guard timer splits if the owner stays away
- * for CHAMELEON_GUARD_NS. Anyone else may hold the CPU for long: a fused
- * owner gives its CPUs back (they would idle for nothing), and the tasks in
- * the local queue go back to enqueue, where an idle CPU can steal them, as
- * scx schedulers do.
- */
-void BPF_STRUCT_OPS(chameleon_cpu_release, s32 cpu,
-		    struct scx_cpu_release_args *args)
-{
-	struct task_struct *next = args->task;
-	struct rep_ctx *rc = rep_ctx(cpu);
-	bool fused = rc && rc->state == REP_FUSED;
-
-	if (next && is_pcpu_kthread(next)) {
-		if (fused)
-			cpu_stats[CPU_IDX(cpu)].nr_kthread_keeps++;
-		return;
-	}
-	if (fused)
-		split(cpu, CHAMELEON_SPLIT_PREEMPT);
-	scx_bpf_reenqueue_local();
-}
-
 /* Allocate the task's context where sleeping is allowed (fork, attach). */
 s32 BPF_STRUCT_OPS(chameleon_init_task, struct task_struct *p,
 		   struct scx_init_task_args *args)
@@ -945,6 +950,7 @@ SCX_OPS_DEFINE(chameleon_ops,
 	       .disable		= (void *)chameleon_disable,
 	       .cgroup_init	= (void *)chameleon_cgroup_init,
 	       .cgroup_exit	= (void *)chameleon_cgroup_exit,
+	       .cpu_acquire	= (void *)chameleon_cpu_acquire,
 	       .cpu_release	= (void *)chameleon_cpu_release,
 	       .cpu_online	= (void *)chameleon_cpu_online,
 	       .cpu_offline	= (void *)chameleon_cpu_offline,

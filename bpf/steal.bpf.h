@@ -28,8 +28,9 @@ static bool steal(s32 cpu, struct cpu_ctx *cc)
 		if (k < 0)
 			break;
 		victim = o->cpus[k & (CHAMELEON_MAX_CPUS - 1)];
+		/* Not from a CPU a kthread holds for a moment (preempt.h). */
 		if (!cpu_valid(victim) || victim == cpu ||
-		    !scx_bpf_dsq_nr_queued(victim))
+		    !scx_bpf_dsq_nr_queued(victim) || kthread_holds(victim))
 			continue;
 		if (scx_bpf_dsq_move_to_local(victim, 0)) {
 			cpu_stats[CPU_IDX(cpu)].nr_stolen++;
@@ -69,7 +70,7 @@ static bool balance_pull(s32 cpu, struct cpu_ctx *cc, u64 mine)
 	victim = o->cpus[cpu_idx(k)];
 	if (!cpu_valid(victim) || victim == cpu || cpu_borrowed(victim))
 		return false;
-	if (scx_bpf_dsq_nr_queued(victim) <= mine + 2)
+	if (scx_bpf_dsq_nr_queued(victim) <= mine + 2 || kthread_holds(victim))
 		return false;
 	if (!scx_bpf_dsq_move_to_local(victim, 0))
 		return false;

@@ -306,3 +306,42 @@ fn policy_and_module_agree_on_the_proxy_abi() {
         .expect("CHAMELEON_PROXY_ABI_VERSION in kmod_proxy/chameleon_proxy.h");
     assert_eq!(crate::bpf_intf::chameleon_consts_CHAMELEON_PROXY_ABI, module);
 }
+
+extern "C" {
+    fn host_kthread_holds(released_at: u64, by_kthread: i32, now: u64, hold: u64) -> i32;
+    fn host_released_long(released_at: u64, now: u64, hold: u64) -> i32;
+    fn host_vtime_resume(vtime: u64, head_vtime: u64, has_head: i32) -> u64;
+}
+
+#[test]
+fn a_kthreads_turn_holds_the_queue_for_a_while_only() {
+    unsafe {
+        let hold = 50 * MS;
+        assert_eq!(host_kthread_holds(0, 1, 5 * MS, hold), 0, "the CPU is ours");
+        assert_eq!(host_kthread_holds(100 * MS, 1, 101 * MS, hold), 1);
+        assert_eq!(host_kthread_holds(100 * MS, 1, 149 * MS, hold), 1);
+        assert_eq!(host_kthread_holds(100 * MS, 0, 101 * MS, hold), 0, "an RT task took it");
+        // Past the hold (an RT task came after the kthread, and the kernel
+        // does not say so): the queue is anyone's, and drained.
+        assert_eq!(host_kthread_holds(100 * MS, 1, 150 * MS, hold), 0);
+        assert_eq!(host_released_long(100 * MS, 150 * MS, hold), 1);
+        assert_eq!(host_released_long(100 * MS, 20_000 * MS, hold), 1);
+        assert_eq!(host_released_long(100 * MS, 149 * MS, hold), 0);
+        assert_eq!(host_released_long(0, 20_000 * MS, hold), 0, "the CPU is ours");
+    }
+}
+
+#[test]
+fn a_task_a_kthread_pushed_off_resumes_in_front() {
+    unsafe {
+        // Behind the head: just before it, where the local queue had it.
+        assert_eq!(host_vtime_resume(500, 300, 1), 299);
+        assert_eq!(host_vtime_resume(300, 300, 1), 299);
+        // Already in front, or nobody queued: unchanged.
+        assert_eq!(host_vtime_resume(200, 300, 1), 200);
+        assert_eq!(host_vtime_resume(500, 0, 0), 500);
+        // Wraps like every vtime: 5 is after u64::MAX - 10.
+        assert_eq!(host_vtime_resume(5, u64::MAX - 10, 1), u64::MAX - 11);
+        assert_eq!(host_vtime_resume(u64::MAX - 10, 5, 1), u64::MAX - 10);
+    }
+}

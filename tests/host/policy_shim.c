@@ -8,6 +8,7 @@
 #include "vtime.h"
 #include "tax.h"
 #include "exec_object.h"
+#include "preempt.h"
 
 int host_vtime_before(u64 a, u64 b) { return chameleon_vtime_before(a, b); }
 u64 host_vtime_charge(u64 delta, u64 weight) { return chameleon_vtime_charge(delta, weight); }
@@ -26,3 +27,6 @@ u64 host_lend_wait_start(u64 now, u64 since, u64 waited) { return chameleon_lend
 int host_guard_skips(u64 nr_queued, s32 starved_pid, s32 borrowed_by) { return chameleon_guard_skips(nr_queued, starved_pid, borrowed_by); }
 int host_steal_pick(u32 i, u32 nr, u32 near, u32 start) { return chameleon_steal_pick(i, nr, near, start); }
 u32 host_tag_object_level(u32 level, u32 smt) { return chameleon_tag_object_level(level, smt); }
+int host_kthread_holds(u64 at, int kt, u64 now, u64 hold) { return chameleon_kthread_holds(at, kt, now, hold); }
+int host_released_long(u64 at, u64 now, u64 hold) { return chameleon_released_long(at, now, hold); }
+u64 host_vtime_resume(u64 v, u64 head, int has_head) { return chameleon_vtime_resume(v, head, has_head); }

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A higher class takes a CPU from us (ops.cpu_release): the pure rules, with
+ * no BPF helpers, so that the host tests what the policy runs (tests/host/).
+ *
+ * The kernel says so once, then nothing until the CPU is ours again
+ * (ops.cpu_acquire). Whatever stays in the CPU's local queue meanwhile waits
+ * for every higher-class task that runs there, one after the other: a per-CPU
+ * kthread's turn (idle injection, the stopper) is short, but an RT task that
+ * comes right after it is not announced again (CI, rt_hog on 7.3.4: `cut`,
+ * allowed on every CPU, waited 13 s in CPU 1's local queue behind an RT hog
+ * that followed the stopper, then the watchdog). So the local queue always
+ * goes back to ops.enqueue, and what a kthread's short turn needs is kept
+ * otherwise: its tasks stay at the front of the CPU's own queue, unstolen,
+ * while the hold is fresh (a task slowed by idle injection must not run
+ * elsewhere: the emulation would be lost). A CPU that is away longer, to
+ * whatever class, has its queue drained to the others: CPUs busy with their
+ * own queues never steal, and the general rescue waits 200 ms.
+ */
+#ifndef __CHAMELEON_PREEMPT_H
+#define __CHAMELEON_PREEMPT_H
+
+/*
+ * How long a CPU a higher class took keeps its queue to itself. Longer than
+ * the emulation's longest idle period (5 ms nominal at 50 %, at most 3x that
+ * with its compensation) and the stopper's turns; short against the waits we
+ * bound (the lending bound, CHAMELEON_STARVE_NS). Past it, the CPU's queue is
+ * drained to the others (hotplug_guard) whoever took the CPU.
+ */
+#define CHAMELEON_RELEASE_NS	(50ULL * 1000 * 1000)
+
+/*
+ * A CPU a per-CPU kthread took at @released_at (@by_kthread; 0: the CPU is
+ * ours) still holds its queue: nobody steals from it yet.
+ */
+static inline int chameleon_kthread_holds(u64 released_at, int by_kthread,
+					  u64 now, u64 hold_ns)
+{
+	return released_at && by_kthread && now - released_at < hold_ns;
+}
+
+/* A CPU a higher class took at @released_at has been away too long: drain it. */
+static inline int chameleon_released_long(u64 released_at, u64 now, u64 hold_ns)
+{
+	return released_at && now - released_at >= hold_ns;
+}
+
+/*
+ * The vtime at which a task a kthread pushed off its CPU goes back into that
+ * CPU's queue: at the front (just before the head, @has_head), where the
+ * local queue had it, unless it is there already. It was running and would
+ * have gone on: the kthread's turn is not its to pay for.
+ */
+static inline u64 chameleon_vtime_resume(u64 vtime, u64 head_vtime, int has_head)
+{
+	if (!has_head || (s64)(vtime - head_vtime) < 0)
+		return vtime;
+	return head_vtime - 1;
+}
+
+#endif /* __CHAMELEON_PREEMPT_H */
