@@ -147,6 +147,7 @@ struct task_ctx {
 	u64	demand_drops;	/* nr_events_dropped when it last asked (redemand) */
 	u64	run_ns;
 	u64	fused_ns;
+	u64	resume_lag;	/* vtime lent to queue it in front after a kthread's turn (preempt.h) */
 	/* Virtual threads: its place in the queue of each CPU of its object. */
 	u64	vruntimes[CHAMELEON_OBJ_MAX_CPUS];
 };
@@ -255,6 +256,21 @@ static u64 task_cgroup_id(struct task_struct *p)
  * Rebase @p's vtime onto @cpu's clock if it was last charged against another
  * CPU's clock. Called wherever the task lands on a new queue or CPU.
  */
+/*
+ * A task queued in front of its CPU's queue after a kthread's turn there
+ * (enqueue, preempt.h) got the vtime that put it there on loan: it runs, or
+ * is queued again, with its own. Otherwise each injected idle period would
+ * forgive it the run before it, and it would win its CPU again and again.
+ */
+static __always_inline void repay_resume_lag(struct task_struct *p,
+					     struct task_ctx *tctx)
+{
+	if (tctx->resume_lag) {
+		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + tctx->resume_lag);
+		tctx->resume_lag = 0;
+	}
+}
+
 static void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 {
 	s32 from = tctx->vcpu;
@@ -396,17 +412,9 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu = scx_bpf_task_cpu(p), rep, idle;
 	struct task_ctx *tctx = task_ctx(p);
 	struct chameleon_cpu_stats *st = stats_here();
-	bool reenq = enq_flags & SCX_ENQ_REENQ;
-	/*
-	 * Back from a local queue (cpu_release), a task keeps what is left of
-	 * its slice (0: the kernel keeps it), as the local queue would have:
-	 * a new one each time idle injection pushes it off would let it run
-	 * on for as long as the injections come before its slice ends (the
-	 * others on that CPU waited 480 ms: kthread_then_rt).
-	 */
-	u64 slice = reenq ? 0 : slice_ns, vtime;
-	bool here = true, held;
 	struct cpu_ctx *cc;
+	bool here = true;
+	u64 vtime;
 
 	if (!tctx || !cpu_valid(cpu)) {
 		/* Not ours to order (should not happen): keep it runnable. */
@@ -482,29 +490,35 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		 * would be an irq_work for nothing, and on this CPU, whose
 		 * runqueue lock we hold, always a self-IPI.
 		 */
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 		return;
 	}
+	repay_resume_lag(p, tctx);
 	rebase_to(p, tctx, cpu);
 	cc = cpu_ctx(cpu);
 	vtime = chameleon_vtime_floor(p->scx.dsq_vtime, cc->vclock, slice_ns);
 	vtime = chameleon_vtime_cap(vtime, cc->vclock, CHAMELEON_WAIT_BOUND_NS,
 				    cc->running ? cc->curr_weight : 0);
-	/*
-	 * Back from the local queue of a CPU a per-CPU kthread took for a
-	 * moment (cpu_release): in front of this CPU's own queue, where the
-	 * local queue had it, and nobody steals it while the hold is fresh.
-	 */
-	held = reenq && here && kthread_holds(cpu);
-	if (held) {
-		struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(cpu);
-
-		vtime = chameleon_vtime_resume(vtime, head ? head->scx.dsq_vtime : 0,
-					       head != NULL);
-	}
 	scx_bpf_task_set_dsq_vtime(p, vtime);
 	if (st)
 		st->nr_enqueued++;
+	/*
+	 * Back from the local queue of a CPU a per-CPU kthread took for a
+	 * moment (cpu_release): in front of this CPU's own queue, where the
+	 * local queue had it, nobody steals it while the hold is fresh, and
+	 * the CPU comes back to it (no other CPU to wake). With what is left
+	 * of its slice (0: the kernel keeps it): a new one each time idle
+	 * injection pushes it off would let it run on for as long as the
+	 * injections come before its slice ends (the others on that CPU
+	 * waited 480 ms: kthread_then_rt).
+	 */
+	if ((enq_flags & SCX_ENQ_REENQ) && here && kthread_holds(cpu)) {
+		u64 front = resume_vtime(cpu, vtime);
+
+		tctx->resume_lag = vtime - front;
+		scx_bpf_dsq_insert_vtime(p, cpu, 0, front, enq_flags);
+		return;
+	}
 	/*
 	 * A task with an object that runs next on its representative anyway
 	 * (nobody queued there is ahead of it) waits in the local queue there,
@@ -515,15 +529,12 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 * just emptied, nor into one a kthread holds, which an RT task may
 	 * take next without a word (preempt.h).
 	 */
-	if (rep >= 0 && !reenq && !READ_ONCE(cc->released_at) && !withheld(cpu) &&
-	    owner_next(cpu, vtime)) {
+	if (rep >= 0 && !(enq_flags & SCX_ENQ_REENQ) && !READ_ONCE(cc->released_at) &&
+	    !withheld(cpu) && owner_next(cpu, vtime)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 		return;
 	}
-	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
-	/* The CPU comes back to it: no other CPU to wake. */
-	if (held)
-		return;
+	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, vtime, enq_flags);
 
 	if (cpu_borrowed(cpu)) {
 		/*
@@ -625,6 +636,7 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 	rc = &reps[CPU_IDX(cpu)];
 	now = bpf_ktime_get_ns();
 
+	repay_resume_lag(p, tctx);
 	/* A stolen task arrives with the victim CPU's clock. */
 	rebase_to(p, tctx, cpu);
 	cc->vclock = chameleon_vtime_advance(cc->vclock, p->scx.dsq_vtime);

@@ -3,7 +3,8 @@
 # CPU 1 for good (RT throttling off) while task X, allowed on CPUs 1 and 2,
 # waits in CPU 1's queue, and CPU 2 is kept busy by two tasks pinned there
 # (its own queue is never empty, so it never steals), as are CPUs 0 and 3. Under EEVDF the load balancer moves X to CPU 2;
-# here hotplug_guard drains a queue whose CPU has not dispatched for 200 ms.
+# here hotplug_guard drains the queue of a CPU a higher class has held for
+# 50 ms (preempt.h).
 # Asserted from X's schedstat: it gets >= 20 % of a CPU over 6 s and never
 # waits 2 s without running.
 . /opt/chameleon/guest/lib.sh
