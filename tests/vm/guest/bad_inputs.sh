@@ -71,6 +71,14 @@ kill -0 "$AGENT_PID" 2>/dev/null || fail "the agent died when its stdout closed:
 ok "stdout closed after one line, events kept coming: the agent (pid $AGENT_PID) still runs"
 kill -TERM "$AGENT_PID"
 wait_state disabled 5000 >/dev/null || fail "not disabled after SIGTERM"
+# Not our child (it runs in the pipeline): wait until it is gone, lock and
+# all, before the next agent starts (CI once saw the next one refused:
+# "another scx_chameleon agent is running", the scheduler already disabled).
+t0=$(now_ms)
+while kill -0 "$AGENT_PID" 2>/dev/null; do
+	[ $(( $(now_ms) - t0 )) -lt 10000 ] || fail "agent $AGENT_PID still runs 10 s after SIGTERM"
+	usleep 20000
+done
 
 # A task that names itself to forge an event field.
 start_agent --events
