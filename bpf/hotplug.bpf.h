@@ -149,7 +149,18 @@ static void hotplug_guard(u64 now)
 
 	bpf_for(c, 0, nr_cpus) {
 		struct cpu_ctx *cc = cpu_ctx(c);
+		bool away = chameleon_released_long(READ_ONCE(cc->released_at), now,
+						    CHAMELEON_RELEASE_NS);
 
+		/*
+		 * A local queue left behind on a CPU a higher class holds: 7.1+
+		 * re-enqueues asynchronously from cpu_release(), and CI once saw a
+		 * task stay there 10 s behind an RT task (rt_hog, 7.3.4). Those
+		 * kernels can re-enqueue it from here.
+		 */
+		if (away && scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | c) &&
+		    __COMPAT_has_generic_reenq())
+			scx_bpf_dsq_reenq___compat(SCX_DSQ_LOCAL_ON | c, 0);
 		if (!scx_bpf_dsq_nr_queued(c)) {
 			WRITE_ONCE(cc->dispatched_at, now);
 			continue;
@@ -162,9 +173,7 @@ static void hotplug_guard(u64 now)
 		 * 1 s), and the global queue would hand them to the lent CPU.
 		 */
 		if (!cc->borrowed_by &&
-		    (now - READ_ONCE(cc->dispatched_at) > CHAMELEON_RESCUE_NS ||
-		     chameleon_released_long(READ_ONCE(cc->released_at), now,
-					     CHAMELEON_RELEASE_NS)) &&
+		    (now - READ_ONCE(cc->dispatched_at) > CHAMELEON_RESCUE_NS || away) &&
 		    __sync_bool_compare_and_swap(&cc->drain, 0, 1)) {
 			__sync_fetch_and_add(&nr_to_drain, 1);
 			__sync_fetch_and_add(&nr_rescued, 1);
