@@ -20,9 +20,7 @@
 
 # The shell and its samplers on CPUs 0 and 3, out of the way.
 taskset -p 0x9 $$ >/dev/null || fail "cannot pin the test shell"
-rt0=$(cat /proc/sys/kernel/sched_rt_runtime_us)
-echo -1 >/proc/sys/kernel/sched_rt_runtime_us || fail "cannot turn RT throttling off"
-restore() { echo "$rt0" >/proc/sys/kernel/sched_rt_runtime_us; }
+rt_throttling_off
 # As rt_hog: kworker/1:N waits for the RT bursts as under EEVDF.
 WATCHDOG_MS=10000
 

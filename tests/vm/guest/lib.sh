@@ -186,6 +186,14 @@ end_tasks() {
 	return 0
 }
 
+# RT throttling off for a test's RT hog (so it holds its CPU for good), and
+# back to what it was: `restore` (also before a fail).
+rt_throttling_off() {
+	rt0=$(cat /proc/sys/kernel/sched_rt_runtime_us)
+	echo -1 >/proc/sys/kernel/sched_rt_runtime_us || fail "cannot turn RT throttling off"
+}
+restore() { echo "$rt0" >/proc/sys/kernel/sched_rt_runtime_us; }
+
 # --- chameleon_proxy and CPU hotplug ---
 
 # A field of the module's STATS (proxy_ctl stats), e.g. stat_of lends.

@@ -13,9 +13,7 @@
 # RT throttling off; the wait this test bounds is X's, from its schedstat.
 WATCHDOG_MS=10000
 
-rt0=$(cat /proc/sys/kernel/sched_rt_runtime_us)
-echo -1 >/proc/sys/kernel/sched_rt_runtime_us || fail "cannot turn RT throttling off"
-restore() { echo "$rt0" >/proc/sys/kernel/sched_rt_runtime_us; }
+rt_throttling_off
 
 start_agent --events
 spin -c 0 $LONG >/dev/null &
