@@ -50,7 +50,8 @@
  * exec_object.bpf.h; the hooks here call into it only for tagged tasks and
  * for CPUs lent to an object. SCX_OPS_ENQ_LAST is set so that a task
  * preempted on a lent CPU comes back through enqueue() instead of silently
- * continuing to run there.
+ * continuing to run there; SCX_OPS_ENQ_EXITING so that an exiting task is
+ * queued by us too, not left in a local queue a higher class may hold.
  *
  * Bounded waits: every runnable task runs within a bound by construction: on
  * an ordinary queue the vtime cap above, and whatever the vtimes say, 1 s
@@ -977,5 +978,13 @@ SCX_OPS_DEFINE(chameleon_ops,
 		* leaves room for TCG and thousands of queued tasks.
 		*/
 	       .timeout_ms	= 10000,	/* the agent sets --watchdog-timeout-ms */
-	       .flags		= SCX_OPS_ENQ_LAST,
+	       /*
+		* SCX_OPS_ENQ_EXITING: by default the kernel puts an exiting
+		* task straight into its CPU's local queue, and puts it back
+		* there when cpu_release() re-enqueues that queue: behind an RT
+		* task holding the CPU it waited as long as the RT task ran
+		* (CI, rt_hog: 10 s, then the watchdog). We find no task by pid,
+		* so exiting tasks are ours to queue like any other.
+		*/
+	       .flags		= SCX_OPS_ENQ_LAST | SCX_OPS_ENQ_EXITING,
 	       .name		= "chameleon");
