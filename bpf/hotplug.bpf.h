@@ -141,7 +141,9 @@ static void drain_offline(void)
  *   rcu_preempt, the agent and a stress-ng worker waited 10.6 s in CPU 1's
  *   queue with CPU 1 idle, then the watchdog);
  * - while a CPU is on its way down, the drain and the kicks go on even if
- *   nothing dispatches.
+ *   nothing dispatches;
+ * - a local queue no scx task has served for CHAMELEON_RELEASE_NS goes back
+ *   to enqueue (7.1+).
  */
 static void hotplug_guard(u64 now)
 {
@@ -153,14 +155,21 @@ static void hotplug_guard(u64 now)
 						    CHAMELEON_RELEASE_NS);
 
 		/*
-		 * A local queue left behind on a CPU a higher class holds: 7.1+
-		 * re-enqueues asynchronously from cpu_release(), and CI once saw a
-		 * task stay there 10 s behind an RT task (rt_hog, 7.3.4). Those
-		 * kernels can re-enqueue it from here.
+		 * A local queue no scx task serves for CHAMELEON_RELEASE_NS: a
+		 * higher class holds the CPU, and the kernel did not tell us
+		 * (preempt.h: chameleon_local_linger). 7.1+ can re-enqueue a
+		 * remote local queue; enqueue() never puts a re-enqueued task
+		 * back into one, so each task comes back once.
 		 */
-		if (away && scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | c) &&
-		    __COMPAT_has_generic_reenq())
-			scx_bpf_dsq_reenq___compat(SCX_DSQ_LOCAL_ON | c, 0);
+		if (__COMPAT_has_generic_reenq()) {
+			int reenq;
+
+			cc->local_seen_at = chameleon_local_linger(
+				scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | c) && !READ_ONCE(cc->running),
+				cc->local_seen_at, now, CHAMELEON_RELEASE_NS, &reenq);
+			if (reenq)
+				scx_bpf_dsq_reenq___compat(SCX_DSQ_LOCAL_ON | c, 0);
+		}
 		if (!scx_bpf_dsq_nr_queued(c)) {
 			WRITE_ONCE(cc->dispatched_at, now);
 			continue;

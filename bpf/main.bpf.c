@@ -121,6 +121,7 @@ struct cpu_ctx {
 	u64	lend_block_until; /* not lent again before this (after a bound split) */
 	s32	lend_owed_by;	/* representative + 1 whose bound split gave it to its waiters */
 	u64	released_at;	/* a higher class took it then, 0: ours (preempt.h) */
+	u64	local_seen_at;	/* guard: local queue unserved since (preempt.h) */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));
 
 /* Per-CPU state, indexed by CPU id. In .bss so the agent reads it mmapped. */
@@ -482,9 +483,14 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 * call less per pinned wakeup). Its vtime stays as it was: running()
 	 * moves this CPU's clock only forward to it, and its next insert into
 	 * the vtime queue floors and caps it there.
+	 * Not a task re-enqueued from a local queue (SCX_ENQ_REENQ): the CPU
+	 * is not ours (cpu_release, or the guard drains a queue a higher class
+	 * holds); back into that queue, the next drain would re-enqueue it
+	 * again, and the kernel ejects a scheduler that re-enqueues a task
+	 * 256 times without it running (pinned_behind_rt).
 	 */
-	if (!task_movable(p) && !withheld(cpu) && !scx_bpf_dsq_nr_queued(cpu) &&
-	    !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu)) {
+	if (!task_movable(p) && !(enq_flags & SCX_ENQ_REENQ) && !withheld(cpu) &&
+	    !scx_bpf_dsq_nr_queued(cpu) && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu)) {
 		/*
 		 * No kick: an insert into a local queue reschedules the CPU
 		 * if it idles (the kernel's dispatch_enqueue()). A kick here

@@ -46,6 +46,31 @@ static inline int chameleon_released_long(u64 released_at, u64 now, u64 hold_ns)
 }
 
 /*
+ * A CPU's local queue holds tasks and no scx task runs there (@lingers, as the
+ * guard timer sees it every tick); @seen_at: since when, 0 if not at the last
+ * tick. Returns the new @seen_at, and sets *@reenq when it has lasted
+ * @hold_ns: the queue goes back to ops.enqueue. An idle CPU picks its local
+ * queue within a tick; one a higher class holds does not, and the kernel says
+ * nothing in two cases: a higher class that takes an idle CPU into whose local
+ * queue a task was just put (the RT task waking there picks first; no scx task
+ * was running, so no cpu_release), and a running task that becomes RT itself
+ * (sched_setscheduler(), a PI boost: the class changes under it).
+ */
+static inline u64 chameleon_local_linger(int lingers, u64 seen_at, u64 now,
+					 u64 hold_ns, int *reenq)
+{
+	*reenq = 0;
+	if (!lingers)
+		return 0;
+	if (!seen_at)
+		return now ?: 1;
+	if (now - seen_at < hold_ns)
+		return seen_at;
+	*reenq = 1;
+	return 0;
+}
+
+/*
  * The vtime at which a task a kthread pushed off its CPU goes back into that
  * CPU's queue: at the front (just before the head, @has_head), where the
  * local queue had it, unless it is there already. It was running and would

@@ -311,6 +311,27 @@ extern "C" {
     fn host_kthread_holds(released_at: u64, by_kthread: i32, now: u64, hold: u64) -> i32;
     fn host_released_long(released_at: u64, now: u64, hold: u64) -> i32;
     fn host_vtime_resume(vtime: u64, head_vtime: u64, has_head: i32) -> u64;
+    fn host_local_linger(lingers: i32, seen_at: u64, now: u64, hold: u64, reenq: *mut i32) -> u64;
+}
+
+#[test]
+fn a_local_queue_no_scx_task_serves_goes_back_after_a_while() {
+    let hold = 50 * MS;
+    let linger = |lingers: i32, seen: u64, now: u64| {
+        let mut reenq = -1;
+        let seen = unsafe { host_local_linger(lingers, seen, now, hold, &mut reenq) };
+        (seen, reenq)
+    };
+    // Nothing there, or an scx task runs: nothing to remember.
+    assert_eq!(linger(0, 0, 100 * MS), (0, 0));
+    assert_eq!(linger(0, 90 * MS, 100 * MS), (0, 0), "served since: forgotten");
+    // First seen: remembered, not yet re-enqueued (an idle CPU picks it up).
+    assert_eq!(linger(1, 0, 100 * MS), (100 * MS, 0));
+    assert_eq!(linger(1, 0, 0), (1, 0), "0 means not seen: never stored");
+    assert_eq!(linger(1, 100 * MS, 149 * MS), (100 * MS, 0));
+    // Still there after the hold: back to enqueue, and forgotten.
+    assert_eq!(linger(1, 100 * MS, 150 * MS), (0, 1));
+    assert_eq!(linger(1, 100 * MS, 20_000 * MS), (0, 1));
 }
 
 #[test]

@@ -30,3 +30,7 @@ u32 host_tag_object_level(u32 level, u32 smt) { return chameleon_tag_object_leve
 int host_kthread_holds(u64 at, int kt, u64 now, u64 hold) { return chameleon_kthread_holds(at, kt, now, hold); }
 int host_released_long(u64 at, u64 now, u64 hold) { return chameleon_released_long(at, now, hold); }
 u64 host_vtime_resume(u64 v, u64 head, int has_head) { return chameleon_vtime_resume(v, head, has_head); }
+u64 host_local_linger(int lingers, u64 seen, u64 now, u64 hold, int *reenq)
+{
+	return chameleon_local_linger(lingers, seen, now, hold, reenq);
+}

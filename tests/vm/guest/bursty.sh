@@ -4,8 +4,11 @@
 # sleeps 150 ms, longer than the 100 ms after which the node manager takes a
 # sleeper's object back; each wake must ask again, also when the task wakes on
 # an idle CPU (select_cpu dispatches it directly, enqueue is skipped). The
-# object comes back through the agent, so a 2 ms burst may end before it does:
-# at least a quarter of the wakes must fuse.
+# object comes back through the agent (the node manager assigns it again, one
+# `assign` line per wake told), which under TCG takes 30-40 ms: a 2 ms burst
+# usually ends before it, so whether a given wake fuses is timing (4-10 of 20
+# wakes in passing runs, 0 in old main). Asserted: at least half the wakes
+# told get their object back (assign), and the task fuses at least once.
 # The wakes are counted by the kernel too: voluntary context switches (one per
 # sleep) in /proc/<pid>/status. A wake is told to the agent when the sleep
 # before it was (the task held an object then); one whose object arrived while
@@ -21,16 +24,19 @@ sleep 4
 sleeps() { sed -n 's/^voluntary_ctxt_switches:[[:space:]]*//p' /proc/$a/status; }
 n0=$(grep -c "fuse cpu=0 pid=$a " "$AGENT_LOG")
 w0=$(grep -c "wake .*pid=$a " "$AGENT_LOG")
+g0=$(grep -c "^assign pid=$a " "$AGENT_LOG")
 s0=$(sleeps)
 sleep 3
 s1=$(sleeps)
 usleep 300000
 n1=$(grep -c "fuse cpu=0 pid=$a " "$AGENT_LOG")
 w1=$(grep -c "wake .*pid=$a " "$AGENT_LOG")
+g1=$(grep -c "^assign pid=$a " "$AGENT_LOG")
 end_tasks $a
 stop_agent
-ok "in 3 s of bursts: the kernel counted $((s1 - s0)) sleeps; $((w1 - w0)) wake events, $((n1 - n0)) fuses (before: $w0 wakes, $n0 fuses)"
+ok "in 3 s of bursts: the kernel counted $((s1 - s0)) sleeps; $((w1 - w0)) wake events, $((g1 - g0)) objects given back, $((n1 - n0)) fuses (before: $w0 wakes, $n0 fuses)"
 [ $((s1 - s0)) -ge 8 ] || fail "only $((s1 - s0)) sleeps in 3 s: the workload did not burst"
 [ $((w1 - w0)) -ge $(( (s1 - s0) / 2 )) ] || fail "$((s1 - s0)) sleeps but only $((w1 - w0)) wake events: wakes went untold"
-[ $((n1 - n0)) -ge $(( (s1 - s0) / 4 )) ] || fail "only $((n1 - n0)) fuses for $((s1 - s0)) wakes: the object was not given back on wake"
+[ $((g1 - g0)) -ge $(( (w1 - w0) / 2 )) ] || fail "only $((g1 - g0)) objects given back for $((w1 - w0)) wakes told"
+[ $((n1 - n0)) -ge 1 ] || fail "no fuse in $((s1 - s0)) wakes: the object was not given back on wake"
 pass
