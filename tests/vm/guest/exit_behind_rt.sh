@@ -44,7 +44,7 @@ ok "EEVDF (reference): longest exit waits $1 ms and $2 ms"
 start_agent --events
 set -- $(phase 30)
 restore
-ok "scx_chameleon: longest exit waits $1 ms and $2 ms; kernel's SCX_EV_ENQ_SKIP_EXITING: $(sed -n 's/^SCX_EV_ENQ_SKIP_EXITING *//p' /sys/kernel/sched_ext/root/events 2>/dev/null)"
+ok "scx_chameleon: longest exit waits $1 ms and $2 ms; kernel's SCX_EV_ENQ_SKIP_EXITING: $(scx_event SCX_EV_ENQ_SKIP_EXITING)"
 [ "$(state)" = enabled ] || fail "scheduler ejected"
 for w in "$1" "$2"; do
 	[ "$w" -lt 1000 ] || fail "an exiting task waited $w ms for a CPU: left in CPU 1's local queue behind the RT task"

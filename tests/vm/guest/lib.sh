@@ -137,6 +137,12 @@ idle_pct() {
 	echo "$1 $2" | awk '{ d = $4 - $2; print (d > 0) ? int(($3 - $1) * 100 / d) : -1 }'
 }
 
+# scx_event NAME: the kernel's sched_ext event counter NAME (e.g.
+# SCX_EV_REENQ_REPEAT) for the scheduler loaded now; empty if none.
+scx_event() {
+	sed -n "s/^$1 *//p" /sys/kernel/sched_ext/root/events 2>/dev/null
+}
+
 # CPU time the kernel accounted to a task, ns (/proc/PID/schedstat field 1).
 run_ns() {
 	cut -d' ' -f1 "/proc/$1/schedstat" 2>/dev/null || echo 0

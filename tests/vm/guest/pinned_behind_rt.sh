@@ -32,7 +32,7 @@ before=$(run_ns $p)
 sleep 1
 after=$(run_ns $p)
 restore
-repeat=$(sed -n 's/^SCX_EV_REENQ_REPEAT *//p' /sys/kernel/sched_ext/root/events)
+repeat=$(scx_event SCX_EV_REENQ_REPEAT)
 ok "pinned task: ran $(( (after - before) / 1000000 )) ms in the second after the RT task; kernel's SCX_EV_REENQ_REPEAT: $repeat"
 [ -n "$repeat" ] || fail "no SCX_EV_REENQ_REPEAT in /sys/kernel/sched_ext/root/events"
 [ "$repeat" -le 10 ] || fail "the kernel counted $repeat repeated re-enqueues: a re-enqueued task went back into the local queue"
