@@ -510,6 +510,14 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	if (st)
 		st->nr_enqueued++;
 	/*
+	 * An exiting task goes to the front of its CPU's queue, as near as we
+	 * queue to where the kernel's default put it (the local queue, next to
+	 * run): what it frees is waited for, a killed agent's struct_ops link
+	 * among it (sigkill: disabled later than 1 s under stress-ng once).
+	 */
+	if (p->flags & PF_EXITING)
+		vtime = resume_vtime(cpu, vtime);
+	/*
 	 * Back from the local queue of a CPU a per-CPU kthread took for a
 	 * moment (cpu_release): in front of this CPU's own queue, where the
 	 * local queue had it, nobody steals it while the hold is fresh, and
