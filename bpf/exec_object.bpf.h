@@ -20,9 +20,10 @@
  * its minimum granularity (§4.3.2).
  *
  * Bounds (ours; CFS has no watchdog, sched_ext does):
- * - lending: a task that waits on a lent CPU for --lend-wait-ms gets it back
- *   (split reason "bound"), whatever the vtimes say, and the CPU is not lent
- *   again for one slice, so the waiter runs;
+ * - lending: a task that waits on a lent CPU for --lend-wait-ms runs,
+ *   whatever the vtimes say: moved to a CPU outside any object if it may run
+ *   elsewhere (guard.bpf.h), else given the CPU back (split reason "bound"),
+ *   which is then not lent again for one slice, so the waiter runs;
  * - an object lives only while its owner runs on its representative: it is
  *   split when the owner blocks, is taken off by a higher class (not by a
  *   kthread bound there, such as the emulation's idle injection:
@@ -30,7 +31,13 @@
  *   runs elsewhere, exits or loses its tag;
  * - a guard timer checks both every CHAMELEON_GUARD_NS even if no hook of
  *   the object's CPUs runs (an owner off its representative that long is
- *   split), and frees a CPU whose lender is gone.
+ *   split), and frees a CPU whose lender is gone (guard.bpf.h).
+ *
+ * A fused representative is its owner's: no other task is placed there
+ * while another CPU will do (held_from(): the idle search, enqueue, the
+ * steal and balance pull skip it), and what is queued there is moved out
+ * by the guard. Otherwise the object's owner shares it by vtime with the
+ * tasks the objects displaced, and each one's turn ends the object.
  *
  * Concurrency: only the representative CPU fuses (in running()). A split may
  * be decided on any CPU; FUSED -> SPLITTING is a compare-and-swap on the
@@ -106,17 +113,6 @@ struct rep_ctx {
 
 struct rep_ctx reps[CHAMELEON_MAX_CPUS];
 
-struct guard {
-	struct bpf_timer timer;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct guard);
-} guard_timer SEC(".maps");
-
 /*
  * An object position, masked where the verifier sees it: bpf_for's bound is
  * compiled as (i - 1) <= 6, and verifiers before 7.0 do not carry that back
@@ -145,6 +141,21 @@ static struct rep_ctx *rep_ctx(s32 cpu)
 static bool cpu_borrowed(s32 cpu)
 {
 	return cpu_valid(cpu) && cpu_ctx(cpu)->borrowed_by != 0;
+}
+
+/*
+ * @cpu is the representative of a fused object that @p does not own. Its
+ * owner runs there, or is about to, and another task that runs there ends
+ * the object (running()): not a CPU to place @p on while another will do.
+ * Parallel threads placed on the representatives by the idle search, the
+ * steal and the balance pull took them from their owners 73-157 times per
+ * Fig. 7 run (bench/report-fig7.md).
+ */
+static bool held_from(s32 cpu, struct task_struct *p)
+{
+	struct rep_ctx *rc = rep_ctx(cpu);
+
+	return rc && READ_ONCE(rc->state) == REP_FUSED && rc->owner != p->pid;
 }
 
 /*
@@ -689,10 +700,12 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 }
 
 /*
- * Has a waiter on one of @rc's lent CPUs reached the lending bound? Those
- * CPUs are then not lent again for a slice, so that the waiter runs.
+ * Has a waiter on one of @rc's lent CPUs waited @bound_ns (the lending
+ * bound; the tick's backstop is later, so that the guard timer first moves
+ * the waiters that may run elsewhere: guard.bpf.h)? Those CPUs are then not
+ * lent again for a slice, so that the waiter runs.
  */
-static bool lend_due(s32 rep, struct rep_ctx *rc, u64 now)
+static bool lend_due(s32 rep, struct rep_ctx *rc, u64 now, u64 bound_ns)
 {
 	bool due = false;
 	u32 i;
@@ -702,7 +715,7 @@ static bool lend_due(s32 rep, struct rep_ctx *rc, u64 now)
 		struct cpu_ctx *cc = cpu_ctx(c);
 
 		if (chameleon_lend_due(now, cc->lend_wait_since,
-				       scx_bpf_dsq_nr_queued(c) > 0, lend_wait_ns)) {
+				       scx_bpf_dsq_nr_queued(c) > 0, bound_ns)) {
 			cc->lend_block_until = now + slice_ns;
 			cc->lend_owed_by = rep + 1;
 			due = true;
@@ -831,90 +844,4 @@ static void place_vthreads(struct task_ctx *tctx, struct chameleon_assignment *a
 			*vr = chameleon_vthread_place(*vr, cpu_ctx(c)->vclock);
 	}
 	tctx->assign_gen = a->generation;
-}
-
-/*
- * Every CHAMELEON_GUARD_NS, whatever runs where: an object whose owner no
- * longer runs on its representative, or whose waiter reached the lending
- * bound, is split; a CPU lent to a representative that does not hold it is
- * freed; a CPU going offline is seen through (hotplug.bpf.h). Off the
- * scheduling path, so a walk of the CPUs is fine here.
- */
-/*
- * How long the owner of a FUSED object has not been running on it: since
- * it last stopped there still runnable (an injected idle period, a slice
- * end), or since the fuse if it never stopped. Not exact when it stopped
- * and got back since (the guard then sees a running owner anyway).
- */
-static u64 owner_away_ns(struct rep_ctx *rc, u64 now)
-{
-	u64 since = rc->owner_off_at;
-
-	if (!since || chameleon_vtime_before(since, rc->fused_at))
-		since = rc->fused_at;
-	return now - since;
-}
-
-static int guard_fn(void *map, int *key, struct bpf_timer *timer)
-{
-	u64 now = bpf_ktime_get_ns();
-	u32 cpu;
-
-	bpf_for(cpu, 0, nr_cpus) {
-		struct rep_ctx *rc = rep_ctx(cpu);
-		struct cpu_ctx *cc;
-		s32 by;
-
-		if (!rc)
-			break;
-		cc = cpu_ctx(cpu);
-		if (rc->state == REP_FUSED) {
-			if (cc->curr_pid != rc->owner &&
-			    owner_away_ns(rc, now) > CHAMELEON_GUARD_NS)
-				split(cpu, CHAMELEON_SPLIT_MIGRATE);
-			else if (lend_due(cpu, rc, now))
-				split(cpu, CHAMELEON_SPLIT_BOUND);
-		}
-		by = cc->borrowed_by;
-		if (by) {
-			struct rep_ctx *lender = rep_ctx(by - 1);
-
-			/*
-			 * Borrowed while its lender is NATIVE: a leftover. Not
-			 * one a fuse holds: FUSING covers the fuse in progress,
-			 * and a split just before means this borrow may be the
-			 * next fuse's (state read after the borrow).
-			 */
-			if (lender && lender->state == REP_NATIVE &&
-			    (s64)(now - lender->split_at) > (s64)CHAMELEON_GUARD_NS &&
-			    __sync_bool_compare_and_swap(&cc->borrowed_by, by, 0)) {
-				proxy_reclaim(cpu);
-				scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-			}
-		}
-	}
-	hotplug_guard(now);
-	find_starved(now);
-	bpf_timer_start(timer, CHAMELEON_GUARD_NS, 0);
-	return 0;
-}
-
-static s32 guard_start(void)
-{
-	struct guard *g;
-	u32 key = 0;
-	s32 ret;
-
-	g = bpf_map_lookup_elem(&guard_timer, &key);
-	if (!g) {
-		scx_bpf_error("no guard timer");
-		return -ENOENT;
-	}
-	ret = bpf_timer_init(&g->timer, &guard_timer, CLOCK_MONOTONIC);
-	if (ret) {
-		scx_bpf_error("guard timer init: %d", ret);
-		return ret;
-	}
-	bpf_timer_set_callback(&g->timer, guard_fn);
-	return bpf_timer_start(&g->timer, CHAMELEON_GUARD_NS, 0);
 }

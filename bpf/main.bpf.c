@@ -12,9 +12,10 @@
  * task's place in a borrowed CPU's queue with what runs there, so each CPU
  * needs its own ordered queue and clock.
  *
- * - select_cpu: the kernel's default idle-CPU search (a lent CPU looks idle
- *   but is not: a really idle one is preferred). A task that finds an idle
- *   CPU goes straight to its local queue.
+ * - select_cpu: the kernel's default idle-CPU search (a lent CPU, or another
+ *   task's fused representative, looks idle but is not: a really idle one is
+ *   preferred). A task that finds an idle CPU goes straight to its local
+ *   queue.
  * - runnable, stopping(!runnable): a task's wake and sleep, however it is
  *   dispatched: its tag is checked, its virtual threads placed, the agent
  *   told if needed. No ops.quiescent: every struct_ops call costs on each
@@ -24,7 +25,8 @@
  *   capped so that no one waits longer than CHAMELEON_WAIT_BOUND_NS behind a
  *   heavier task; wake an idle CPU the task may run on so it can steal it.
  * - dispatch: the head of this CPU's queue, else steal: SMT siblings first,
- *   then a bounded, rotating window of the rest in topology order.
+ *   then a bounded, rotating window of the rest in topology order. A fused
+ *   representative neither steals nor pulls: its owner comes back.
  * - running/stopping: advance the CPU's clock; charge delta * 100 / weight.
  * - cpu_release: a higher class took the CPU; its local queue goes back to
  *   enqueue, always (the kernel does not say so again if an RT task follows
@@ -289,6 +291,20 @@ static void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 	tctx->vcpu = cpu;
 }
 
+/*
+ * A vtime on @cpu's clock as a task joins its queue: with one slice of
+ * credit at most, and capped so that it waits no longer than
+ * CHAMELEON_WAIT_BOUND_NS behind the task running there.
+ */
+static u64 queue_vtime(s32 cpu, u64 vtime)
+{
+	struct cpu_ctx *cc = cpu_ctx(cpu);
+
+	vtime = chameleon_vtime_floor(vtime, cc->vclock, slice_ns);
+	return chameleon_vtime_cap(vtime, cc->vclock, CHAMELEON_WAIT_BOUND_NS,
+				   cc->running ? cc->curr_weight : 0);
+}
+
 #include "hotplug.bpf.h"
 #include "wait_bound.bpf.h"
 #include "exec_object.bpf.h"
@@ -297,10 +313,12 @@ static void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 #include "wake.bpf.h"
 
 /*
- * An idle CPU @p may use that is neither lent to an object nor parked, or -1. A lent CPU
- * idles on purpose, so the kernel's idle tracking hands it out like any
- * other; each one the picker returns here has its idle bit taken, which
- * keeps it out of later picks until it idles again after its object splits.
+ * An idle CPU @p may use that is neither lent to an object nor parked nor
+ * the representative of another's object, or -1. A lent CPU idles on
+ * purpose, and a representative idles while an injected idle period or a
+ * kthread holds its owner off, so the kernel's idle tracking hands them out
+ * like any other; each one the picker returns here has its idle bit taken,
+ * which keeps it out of later picks until it idles again.
  */
 static s32 pick_idle_unlent(struct task_struct *p)
 {
@@ -309,7 +327,8 @@ static s32 pick_idle_unlent(struct task_struct *p)
 
 	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS) {
 		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-		if (cpu < 0 || !(cpu_borrowed(cpu) || cpu_ctx(cpu)->parked))
+		if (cpu < 0 || !(cpu_borrowed(cpu) || cpu_ctx(cpu)->parked ||
+				 held_from(cpu, p)))
 			return cpu;
 	}
 	return -1;
@@ -339,7 +358,7 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 * whole idle search (pipe ping-pong: 3x EEVDF's time before).
 	 */
 	if (bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr) && !withheld(prev_cpu) &&
-	    scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
+	    !held_from(prev_cpu, p) && scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
 		struct chameleon_cpu_stats *st = stats_here();
 
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
@@ -350,10 +369,11 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags & ~SCX_WAKE_SYNC, &is_idle);
 	/*
-	 * A lent CPU looks idle but is not: prefer a really idle one. With none,
-	 * queue on the lent CPU and compete with the object there (enqueue).
+	 * A lent CPU, or another's representative between two runs of its
+	 * owner, looks idle but is not: prefer a really idle one. With none,
+	 * queue there and compete with the object (enqueue).
 	 */
-	if (is_idle && withheld(cpu)) {
+	if (is_idle && (withheld(cpu) || held_from(cpu, p))) {
 		s32 other = pick_idle_unlent(p);
 
 		if (other >= 0)
@@ -437,13 +457,15 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		here = cpu == rep;
 		cpu = rep;
 	} else if (task_movable(p) && (cpu_parked(cpu) ||
-		   (cpu_borrowed(cpu) && (p->flags & PF_KTHREAD)))) {
+		   (cpu_borrowed(cpu) && (p->flags & PF_KTHREAD)) ||
+		   (held_from(cpu, p) && !(p->flags & PF_KTHREAD)))) {
 		/*
-		 * Off a parked CPU; and a kthread off a lent one, where it would
+		 * Off a parked CPU; a kthread off a lent one, where it would
 		 * split the object for a turn of microseconds (proxy_stress:
 		 * rcu_preempt and unbound kworkers, 24 splits while 100 lines
-		 * went to the console). The nearest is the representative,
-		 * where a kthread splits nothing.
+		 * went to the console); and anyone but a kthread off another's
+		 * representative, where its turn would end the object. To the
+		 * nearest CPU outside any object, if there is one.
 		 */
 		s32 other = pick_unwithheld(p, cpu);
 
@@ -503,9 +525,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	repay_resume_lag(p, tctx);
 	rebase_to(p, tctx, cpu);
 	cc = cpu_ctx(cpu);
-	vtime = chameleon_vtime_floor(p->scx.dsq_vtime, cc->vclock, slice_ns);
-	vtime = chameleon_vtime_cap(vtime, cc->vclock, CHAMELEON_WAIT_BOUND_NS,
-				    cc->running ? cc->curr_weight : 0);
+	vtime = queue_vtime(cpu, p->scx.dsq_vtime);
 	scx_bpf_task_set_dsq_vtime(p, vtime);
 	if (st)
 		st->nr_enqueued++;
@@ -586,11 +606,13 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 }
 
 #include "steal.bpf.h"
+#include "guard.bpf.h"
 
 
 /* Fill @cpu's local queue; whether it got a task. */
 static bool dispatch_cpu(s32 cpu)
 {
+	bool held;
 	u64 mine;
 
 	drain_offline();
@@ -608,16 +630,23 @@ static bool dispatch_cpu(s32 cpu)
 	 * covers the balance pull; a CPU about to idle (every wakeup of a
 	 * ping-pong) then does only the steal scan.
 	 */
+	/*
+	 * A fused representative takes nothing from the others: its owner is
+	 * in its queue (it stopped, runnable) or the object ends within a
+	 * guard period; a task taken from elsewhere would run first and end
+	 * the object (guard.bpf.h).
+	 */
+	held = READ_ONCE(reps[CPU_IDX(cpu)].state) == REP_FUSED;
 	mine = scx_bpf_dsq_nr_queued(cpu);
 	if (mine) {
-		if (balance_pull(cpu, cpu_ctx(cpu), mine))
+		if (!held && balance_pull(cpu, cpu_ctx(cpu), mine))
 			return true;
 		if (scx_bpf_dsq_move_to_local(cpu, 0)) {
 			cpu_stats[CPU_IDX(cpu)].nr_dispatched++;
 			return true;
 		}
 	}
-	return steal(cpu, cpu_ctx(cpu));
+	return !held && steal(cpu, cpu_ctx(cpu));
 }
 
 void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
@@ -727,7 +756,7 @@ void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 	}
 	/* A retag may change the tax alone: it applies from now on. */
 	rc->tax = a->tax;
-	if (lend_due(cpu, rc, now))
+	if (lend_due(cpu, rc, now, lend_wait_ns + 2 * CHAMELEON_GUARD_NS))
 		split(cpu, CHAMELEON_SPLIT_BOUND);
 	else if (waiter_due(rc, tctx, now))
 		split(cpu, CHAMELEON_SPLIT_TICK);

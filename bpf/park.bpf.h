@@ -41,9 +41,10 @@ static bool task_movable(struct task_struct *p)
 }
 
 /*
- * A CPU other than withheld @cpu for @p: an idle one neither lent nor parked,
- * else the first allowed, online and not withheld in @cpu's steal order
- * (nearest first, bounded). -1 if none: @p stays, served by @cpu itself.
+ * A CPU other than withheld @cpu for @p: an idle one neither lent nor parked
+ * nor another's representative, else the first allowed, online one that is
+ * none of those in @cpu's steal order (nearest first, bounded). -1 if none:
+ * @p stays, served by @cpu itself.
  */
 static s32 pick_unwithheld(struct task_struct *p, s32 cpu)
 {
@@ -63,7 +64,7 @@ static s32 pick_unwithheld(struct task_struct *p, s32 cpu)
 			break;
 		c = o->cpus[i];
 		if (cpu_valid(c) && c != cpu && cpu_ctx(c)->online && !withheld(c) &&
-		    bpf_cpumask_test_cpu(c, p->cpus_ptr))
+		    !held_from(c, p) && bpf_cpumask_test_cpu(c, p->cpus_ptr))
 			return c;
 	}
 	return -1;
