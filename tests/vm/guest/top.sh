@@ -32,7 +32,8 @@ kill -STOP $s
 sleep 0.3
 kill -CONT $s
 wait_screen "fuse cpu=0 pid=$s " "no fuse event line"
-grep -q "^.*$s .*2 \[0, 1\]" /tmp/screen || { cat /tmp/screen; fail "the object table lacks pid $s on [0, 1]"; }
+# The stop gave the object back; the table shows it again at the next snapshot.
+wait_screen "$s .*2 \[0, 1\]" "the object table lacks pid $s on [0, 1]"
 ok "top shows cpu0 rep $s, cpu1 lent, the object and fuse events"
 sed -n '1,14p' /tmp/screen | sed 's/^/   | /'
 
