@@ -458,13 +458,14 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		cpu = rep;
 	} else if (task_movable(p) && (cpu_parked(cpu) ||
 		   (cpu_borrowed(cpu) && (p->flags & PF_KTHREAD)) ||
-		   (held_from(cpu, p) && !(p->flags & PF_KTHREAD)))) {
+		   held_from(cpu, p))) {
 		/*
 		 * Off a parked CPU; a kthread off a lent one, where it would
 		 * split the object for a turn of microseconds (proxy_stress:
 		 * rcu_preempt and unbound kworkers, 24 splits while 100 lines
-		 * went to the console); and anyone but a kthread off another's
-		 * representative, where its turn would end the object. To the
+		 * went to the console), to the nearest, the representative,
+		 * where a kthread splits nothing; and anyone else off another's
+		 * representative, where its turn would end the object, to the
 		 * nearest CPU outside any object, if there is one.
 		 */
 		s32 other = pick_unwithheld(p, cpu);
