@@ -52,7 +52,7 @@ static bool move_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s32 
 		chameleon_vtime_rebase(p->scx.dsq_vtime, cpu_ctx(tctx->vcpu)->vclock,
 				       cpu_ctx(to)->vclock) :
 		cpu_ctx(to)->vclock;
-	scx_bpf_dsq_move_set_vtime(it, queue_vtime(to, vtime, false));
+	scx_bpf_dsq_move_set_vtime(it, queue_vtime(to, vtime));
 	if (!scx_bpf_dsq_move_vtime(it, p, to, 0))
 		return false;
 	tctx->vcpu = to;

@@ -295,21 +295,19 @@ static void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 }
 
 /*
- * A vtime on @cpu's clock as a task joins its queue, capped so that it waits
- * no longer than CHAMELEON_WAIT_BOUND_NS behind the task running there; a
- * task that wakes (@woke) keeps one slice of credit at most. Only a
- * sleeper: the clock is the largest vtime started here, so flooring every
- * task that comes back from its slice at it held a heavier task within a
- * slice of the lighter one, and two tasks on one CPU took turns whatever
- * their weights (nice -5 against 0: 1 : 1.04, cpu.weight 300 against 100:
- * 1 : 1.04; EEVDF 1 : 3).
+ * A vtime on @cpu's clock as a task joins its queue: with one slice of
+ * credit at most, and capped so that it waits no longer than
+ * CHAMELEON_WAIT_BOUND_NS behind the task running there. Every enqueue,
+ * wakeup or not: a task whose vtime is never floored carries its deficit
+ * from queue to queue (a migration rebases it, keeping it), and yielders and
+ * affinity changers at -1.8 s queued in front of everyone for seconds (soak,
+ * when only wakers were floored: a task waited 5.1 s, ejected).
  */
-static u64 queue_vtime(s32 cpu, u64 vtime, bool woke)
+static u64 queue_vtime(s32 cpu, u64 vtime)
 {
 	struct cpu_ctx *cc = cpu_ctx(cpu);
 
-	if (woke)
-		vtime = chameleon_vtime_floor(vtime, cc->vclock, slice_ns);
+	vtime = chameleon_vtime_floor(vtime, cc->vclock, slice_ns);
 	return chameleon_vtime_cap(vtime, cc->vclock, CHAMELEON_WAIT_BOUND_NS,
 				   cc->running ? cc->curr_weight : 0);
 }
@@ -538,7 +536,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	repay_resume_lag(p, tctx);
 	rebase_to(p, tctx, cpu);
 	cc = cpu_ctx(cpu);
-	vtime = queue_vtime(cpu, p->scx.dsq_vtime, enq_flags & SCX_ENQ_WAKEUP);
+	vtime = queue_vtime(cpu, p->scx.dsq_vtime);
 	scx_bpf_task_set_dsq_vtime(p, vtime);
 	if (st)
 		st->nr_enqueued++;
@@ -622,14 +620,22 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 #include "guard.bpf.h"
 
 
-/* Fill @cpu's local queue; whether it got a task. */
+/*
+ * How long the head of a CPU's queue may wait while the task before it runs
+ * on: as long as weights of up to 20 : 1 need (the lighter task waits 20
+ * slices), well within CHAMELEON_WAIT_BOUND_NS, the bound the vtime cap
+ * promises.
+ */
+#define CHAMELEON_KEEP_WAIT_NS	(100ULL * 1000 * 1000)
+
 /*
  * @prev, still runnable, used up its slice here: the kernel asks for the
  * next task before it puts @prev back into our queue (the balance comes
  * before put_prev_task), so the queue's head ran next whatever @prev's
  * vtime, and tasks sharing a CPU took turns whatever their weights (nice -5
  * against 0: 1 : 1.04; EEVDF 1 : 3). @prev runs on, with a new slice, if
- * nothing queued here is ahead of it, its vtime charged up to now.
+ * nothing queued here is ahead of it, its vtime charged up to now, and the
+ * head has not waited CHAMELEON_KEEP_WAIT_NS by the kernel's account.
  */
 static bool keep_prev(s32 cpu, struct task_struct *prev, bool held)
 {
@@ -648,12 +654,15 @@ static bool keep_prev(s32 cpu, struct task_struct *prev, bool held)
 		return false;
 	v = prev->scx.dsq_vtime +
 	    chameleon_vtime_charge(bpf_ktime_get_ns() - tctx->started_at, task_weight(prev, tctx));
-	if (!chameleon_vtime_before(v, head->scx.dsq_vtime))
+	if (!chameleon_vtime_before(v, head->scx.dsq_vtime) ||
+	    jiffies_to_ns(bpf_jiffies64() - BPF_CORE_READ(head, scx.runnable_at)) >=
+	    CHAMELEON_KEEP_WAIT_NS)
 		return false;
 	prev->scx.slice = slice_ns;
 	return true;
 }
 
+/* Fill @cpu's local queue; whether it got a task. */
 static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 {
 	bool held;
