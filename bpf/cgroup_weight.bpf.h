@@ -23,17 +23,12 @@
 /* cgroups with the cpu controller we keep a weight for; beyond, tasks weigh their nice. */
 #define CHAMELEON_MAX_CGROUPS	16384
 
-struct cg_weight {
-	u32	weight;		/* cpu.weight, 1..10000 */
-	s32	nr_runnable;	/* its tasks runnable now */
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, CHAMELEON_MAX_CGROUPS);
 	__type(key, u64);			/* cgroup id */
-	__type(value, struct cg_weight);
+	__type(value, struct chameleon_cg_weight);
 } cg_weights SEC(".maps");
 
 /* The cgroup whose weight a task follows: 0 for root (no weight of its own). */
@@ -42,7 +37,7 @@ static u64 weight_cgroup_id(struct cgroup *cgrp)
 	return cgrp && cgrp->level > 0 ? cgrp->kn->id : 0;
 }
 
-static struct cg_weight *cg_weight_of(u64 cgid)
+static struct chameleon_cg_weight *cg_weight_of(u64 cgid)
 {
 	return cgid ? bpf_map_lookup_elem(&cg_weights, &cgid) : NULL;
 }
@@ -54,7 +49,7 @@ static struct cg_weight *cg_weight_of(u64 cgid)
  */
 static void cg_count(struct task_ctx *tctx, bool on)
 {
-	struct cg_weight *cw;
+	struct chameleon_cg_weight *cw;
 	u64 id;
 
 	if (on) {
@@ -79,7 +74,7 @@ static void cg_count(struct task_ctx *tctx, bool on)
 /* @p's weight for its vtime: its nice with its cgroup's cpu.weight. */
 static u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
 {
-	struct cg_weight *cw = cg_weight_of(tctx->wcg);
+	struct chameleon_cg_weight *cw = cg_weight_of(tctx->wcg);
 	s32 nr;
 
 	if (!cw)
@@ -91,7 +86,7 @@ static u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
 /* A cgroup with the cpu controller appears (or exists when we load). */
 static void cg_weight_init(struct cgroup *cgrp, u32 weight)
 {
-	struct cg_weight cw = { .weight = weight };
+	struct chameleon_cg_weight cw = { .weight = weight };
 	u64 id = weight_cgroup_id(cgrp);
 
 	/* Full: its tasks weigh their nice alone, as before. */
@@ -101,7 +96,7 @@ static void cg_weight_init(struct cgroup *cgrp, u32 weight)
 
 void BPF_STRUCT_OPS(chameleon_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 {
-	struct cg_weight *cw = cg_weight_of(weight_cgroup_id(cgrp));
+	struct chameleon_cg_weight *cw = cg_weight_of(weight_cgroup_id(cgrp));
 
 	if (cw)
 		WRITE_ONCE(cw->weight, weight);

@@ -9,6 +9,10 @@
 #      only (EEVDF gives 1:2 here).
 # a and b within 10 % of the expected ratio, under both (EEVDF out of it
 # means the setup is wrong, and fails the test too).
+# d (scx_chameleon only): tags without a weight of their own claim their
+#   cgroup's cpu.weight: three level-1 tags at cpu.weight 50, 100 and 300 on
+#   4 CPUs (pairs for two), started lightest first: the two heaviest get
+#   the objects, the first-come lightest none.
 . /opt/chameleon/guest/lib.sh
 TEST=cpu_weight
 CG=/sys/fs/cgroup
@@ -72,5 +76,36 @@ cases EEVDF
 start_agent
 cases scx_chameleon
 [ "$(state)" = enabled ] || fail "scheduler ejected"
+
+# d: the claims of tags without a weight.
+pids=
+for g in cl:50 cm:100 ch:300; do
+	n=${g%:*}
+	make_cgroup $n
+	echo ${g#*:} >$CG/$n/cpu.weight || fail "cannot set $n's cpu.weight"
+	scx_chameleon tag $n --level 1 >/dev/null || fail "cannot tag $n"
+	spin -g $CG/$n $LONG >/dev/null &
+	eval "pid_$n=\$!"
+	pids="$pids $!"
+	sleep 0.5
+done
+size() {
+	s=$(scx_chameleon status | sed -n "s/^pid $1: .*-> \[\(.*\)\]$/\1/p" | awk -F, '{ print NF }')
+	echo "${s:-0}"
+}
+t0=$(now_ms)
+until [ "$(size $pid_ch)" = 2 ] && [ "$(size $pid_cm)" = 2 ] && [ "$(size $pid_cl)" = 0 ]; do
+	[ $(( $(now_ms) - t0 )) -lt 10000 ] ||
+		fail "d: objects cl(50) $(size $pid_cl), cm(100) $(size $pid_cm), ch(300) $(size $pid_ch) CPUs; want 0, 2, 2: $(scx_chameleon status | grep '^pid')"
+	usleep 200000
+done
+ok "d: claims from cpu.weight: cl(50, first) no object, cm(100) 2 CPUs, ch(300, last) 2 CPUs"
+scx_chameleon status | grep "^pid" | sed 's/^/  /'
+# The tasks ran where they were placed (schedstat advances for each).
+for p in $pids; do
+	a0=$(run_ns $p); sleep 0.3
+	[ "$(run_ns $p)" -gt "$a0" ] || fail "d: pid $p got no CPU"
+done
+end_tasks $pids
 stop_agent
 pass
