@@ -463,7 +463,7 @@ static void charge_tax(struct task_struct *p, struct task_ctx *tctx,
 		return;
 	delta = end - rc->charged_until;
 	rc->charged_until = end;
-	charge = chameleon_tax_charge(delta, p->scx.weight, rc->tax);
+	charge = chameleon_tax_charge(delta, task_weight(p, tctx), rc->tax);
 	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
 		if (scx_bpf_dsq_nr_queued(c))
 			tctx->vruntimes[i] += charge;

@@ -54,9 +54,18 @@ enum chameleon_smt {
  */
 struct chameleon_tag {
 	u32	level;		/* 1..CHAMELEON_OBJ_MAX_LEVEL: object of 2^level CPUs */
-	u32	weight;		/* 1..10000: share of contended fast contexts */
+	u32	weight;		/* 1..10000: claim on contended fast contexts; 0: cpu.weight's */
 	u32	tax;		/* hundredths, 1..10000 (0.01 .. 100) */
 	u32	smt;		/* enum chameleon_smt */
+};
+
+/*
+ * A cgroup's cpu.weight as BPF keeps it (map `cg_weights`, keyed by cgroup
+ * id, cgroup_weight.bpf.h); the agent reads it for a tag's default claim.
+ */
+struct chameleon_cg_weight {
+	u32	weight;		/* cpu.weight, 1..10000 */
+	s32	nr_runnable;	/* its tasks runnable now */
 };
 
 /*

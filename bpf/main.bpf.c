@@ -27,7 +27,8 @@
  * - dispatch: the head of this CPU's queue, else steal: SMT siblings first,
  *   then a bounded, rotating window of the rest in topology order. A fused
  *   representative neither steals nor pulls: its owner comes back.
- * - running/stopping: advance the CPU's clock; charge delta * 100 / weight.
+ * - running/stopping: advance the CPU's clock; charge delta * 100 / weight,
+ *   the task's nice weight with its cgroup's cpu.weight (cgroup_weight.bpf.h).
  * - cpu_release: a higher class took the CPU; its local queue goes back to
  *   enqueue, always (the kernel does not say so again if an RT task follows
  *   the first taker: preempt.h). Others may steal it, unless the taker is a
@@ -152,6 +153,8 @@ struct task_ctx {
 	u64	run_ns;
 	u64	fused_ns;
 	u64	resume_lag;	/* vtime lent to queue it in front after a kthread's turn (preempt.h) */
+	u64	wcg;		/* cgroup whose cpu.weight it follows, 0: none (cgroup_weight.bpf.h) */
+	u64	wcounted;	/* cgroup it is counted runnable in, 0: none */
 	/* Virtual threads: its place in the queue of each CPU of its object. */
 	u64	vruntimes[CHAMELEON_OBJ_MAX_CPUS];
 };
@@ -294,7 +297,11 @@ static void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 /*
  * A vtime on @cpu's clock as a task joins its queue: with one slice of
  * credit at most, and capped so that it waits no longer than
- * CHAMELEON_WAIT_BOUND_NS behind the task running there.
+ * CHAMELEON_WAIT_BOUND_NS behind the task running there. Every enqueue,
+ * wakeup or not: a task whose vtime is never floored carries its deficit
+ * from queue to queue (a migration rebases it, keeping it), and yielders and
+ * affinity changers at -1.8 s queued in front of everyone for seconds (soak,
+ * when only wakers were floored: a task waited 5.1 s, ejected).
  */
 static u64 queue_vtime(s32 cpu, u64 vtime)
 {
@@ -305,6 +312,7 @@ static u64 queue_vtime(s32 cpu, u64 vtime)
 				   cc->running ? cc->curr_weight : 0);
 }
 
+#include "cgroup_weight.bpf.h"
 #include "hotplug.bpf.h"
 #include "wait_bound.bpf.h"
 #include "exec_object.bpf.h"
@@ -404,6 +412,7 @@ void BPF_STRUCT_OPS(chameleon_runnable, struct task_struct *p, u64 enq_flags)
 		return;
 	tag_check(p, tctx);
 	count_untagged(p, tctx, scx_bpf_task_cpu(p), true);
+	cg_count(tctx, true);
 	if (!tctx->tagged)
 		return;
 	if (assignment_of(p, &a))
@@ -450,6 +459,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	if (!(enq_flags & SCX_ENQ_WAKEUP)) {
 		tag_check(p, tctx);
 		count_untagged(p, tctx, cpu, true);
+		cg_count(tctx, true);
 	}
 
 	rep = task_rep(p, tctx);
@@ -610,8 +620,50 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 #include "guard.bpf.h"
 
 
+/*
+ * How long the head of a CPU's queue may wait while the task before it runs
+ * on: as long as weights of up to 20 : 1 need (the lighter task waits 20
+ * slices), well within CHAMELEON_WAIT_BOUND_NS, the bound the vtime cap
+ * promises.
+ */
+#define CHAMELEON_KEEP_WAIT_NS	(100ULL * 1000 * 1000)
+
+/*
+ * @prev, still runnable, used up its slice here: the kernel asks for the
+ * next task before it puts @prev back into our queue (the balance comes
+ * before put_prev_task), so the queue's head ran next whatever @prev's
+ * vtime, and tasks sharing a CPU took turns whatever their weights (nice -5
+ * against 0: 1 : 1.04; EEVDF 1 : 3). @prev runs on, with a new slice, if
+ * nothing queued here is ahead of it, its vtime charged up to now, and the
+ * head has not waited CHAMELEON_KEEP_WAIT_NS by the kernel's account.
+ */
+static bool keep_prev(s32 cpu, struct task_struct *prev, bool held)
+{
+	struct task_struct *head;
+	struct task_ctx *tctx;
+	u64 v;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) || scx_bpf_task_cpu(prev) != cpu ||
+	    (held && reps[CPU_IDX(cpu)].owner != prev->pid))
+		return false;
+	tctx = task_ctx(prev);
+	if (!tctx || !tctx->started_at || scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu))
+		return false;
+	head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	if (!head)
+		return false;
+	v = prev->scx.dsq_vtime +
+	    chameleon_vtime_charge(bpf_ktime_get_ns() - tctx->started_at, task_weight(prev, tctx));
+	if (!chameleon_vtime_before(v, head->scx.dsq_vtime) ||
+	    jiffies_to_ns(bpf_jiffies64() - BPF_CORE_READ(head, scx.runnable_at)) >=
+	    CHAMELEON_KEEP_WAIT_NS)
+		return false;
+	prev->scx.slice = slice_ns;
+	return true;
+}
+
 /* Fill @cpu's local queue; whether it got a task. */
-static bool dispatch_cpu(s32 cpu)
+static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 {
 	bool held;
 	u64 mine;
@@ -629,17 +681,17 @@ static bool dispatch_cpu(s32 cpu)
 	/*
 	 * With its own queue empty, stealing takes any queue's head, which
 	 * covers the balance pull; a CPU about to idle (every wakeup of a
-	 * ping-pong) then does only the steal scan.
-	 */
-	/*
-	 * A fused representative takes nothing from the others: its owner is
-	 * in its queue (it stopped, runnable) or the object ends within a
-	 * guard period; a task taken from elsewhere would run first and end
-	 * the object (guard.bpf.h).
+	 * ping-pong) then does only the steal scan. A fused representative
+	 * takes nothing from the others: its owner is in its queue (it
+	 * stopped, runnable) or the object ends within a guard period; a task
+	 * taken from elsewhere would run first and end the object
+	 * (guard.bpf.h).
 	 */
 	held = READ_ONCE(reps[CPU_IDX(cpu)].state) == REP_FUSED;
 	mine = scx_bpf_dsq_nr_queued(cpu);
 	if (mine) {
+		if (keep_prev(cpu, prev, held))
+			return true;
 		if (!held && balance_pull(cpu, cpu_ctx(cpu), mine))
 			return true;
 		if (scx_bpf_dsq_move_to_local(cpu, 0)) {
@@ -661,7 +713,7 @@ void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
 	t0 = cpu_ctx(cpu)->pending_for ? bpf_ktime_get_ns() : 0;
 	/* This queue is served (hotplug_guard rescues one that is not). */
 	WRITE_ONCE(cpu_ctx(cpu)->dispatched_at, t0 ?: bpf_ktime_get_ns());
-	got = dispatch_cpu(cpu);
+	got = dispatch_cpu(cpu, prev);
 	if (t0)
 		pending_dispatched(cpu, t0, got);
 }
@@ -686,7 +738,7 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 	rebase_to(p, tctx, cpu);
 	cc->vclock = chameleon_vtime_advance(cc->vclock, p->scx.dsq_vtime);
 	cc->curr_vtime = p->scx.dsq_vtime;
-	cc->curr_weight = p->scx.weight;
+	cc->curr_weight = task_weight(p, tctx);
 	cc->curr_started = now;
 	cc->curr_pid = p->pid;
 	cc->running = 1;
@@ -774,8 +826,10 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 	if (!tctx)
 		return;
 	/* Whatever else is skipped below, a sleep leaves the counts. */
-	if (!runnable)
+	if (!runnable) {
 		task_leaves(p, tctx, cpu);
+		cg_count(tctx, false);
+	}
 	if (!tctx->started_at || !cpu_valid(cpu))
 		return;
 	cc = cpu_ctx(cpu);
@@ -784,7 +838,7 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 	tctx->started_at = 0;
 	tctx->run_ns += delta;
 	scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime +
-				   chameleon_vtime_charge(delta, p->scx.weight));
+				   chameleon_vtime_charge(delta, task_weight(p, tctx)));
 	cpu_stats[CPU_IDX(cpu)].busy_ns += delta;
 	cc->running = 0;
 	cc->curr_pid = 0;
@@ -823,9 +877,13 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 s32 BPF_STRUCT_OPS(chameleon_init_task, struct task_struct *p,
 		   struct scx_init_task_args *args)
 {
-	if (!bpf_task_storage_get(&task_ctxs, p, 0,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE))
+	struct task_ctx *tctx;
+
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tctx)
 		return -ENOMEM;
+	/* The cgroup it joins: its cpu.weight (enable() keeps it). */
+	tctx->wcg = bpf_core_field_exists(args->cgroup) ? weight_cgroup_id(args->cgroup) : 0;
 	return 0;
 }
 
@@ -836,13 +894,16 @@ void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 	struct chameleon_tag *tag;
 	struct task_ctx *tctx;
 	u32 level;
+	u64 wcg;
 
 	tctx = task_ctx(p);
 	if (!tctx) {
 		scx_bpf_error("pid %d has no task context after init_task", p->pid);
 		return;
 	}
+	wcg = tctx->wcg;
 	__builtin_memset(tctx, 0, sizeof(*tctx));
+	tctx->wcg = wcg;
 	tctx->tags_gen = tags_gen;
 	tctx->cgid = cgid;
 	tctx->vcpu = cpu_valid(cpu) ? cpu : -1;
@@ -868,6 +929,7 @@ void BPF_STRUCT_OPS(chameleon_disable, struct task_struct *p)
 	 * no stopping(!runnable) follows to uncount it.
 	 */
 	count_untagged(p, tctx, cpu, false);
+	cg_count(tctx, false);
 	if (tctx->fused_rep) {
 		struct rep_ctx *rc = rep_ctx(tctx->fused_rep - 1);
 
@@ -886,8 +948,10 @@ void BPF_STRUCT_OPS(chameleon_disable, struct task_struct *p)
 }
 
 /*
- * A new cgroup inherits its parent's tag in force (it has none of its own
- * yet); the agent may overwrite it with the cgroup's own tag later.
+ * A new cgroup (or one there when we load) gets its cpu.weight
+ * (cgroup_weight.bpf.h), and inherits its parent's tag in force (it has
+ * none of its own yet); the agent may overwrite it with the cgroup's own
+ * tag later.
  */
 s32 BPF_STRUCT_OPS(chameleon_cgroup_init, struct cgroup *cgrp,
 		   struct scx_cgroup_init_args *args)
@@ -898,6 +962,7 @@ s32 BPF_STRUCT_OPS(chameleon_cgroup_init, struct cgroup *cgrp,
 
 	if (cgrp->level < 1)
 		return 0;
+	cg_weight_init(cgrp, args->weight);
 	parent = bpf_cgroup_ancestor(cgrp, cgrp->level - 1);
 	if (!parent)
 		return 0;
@@ -909,12 +974,13 @@ s32 BPF_STRUCT_OPS(chameleon_cgroup_init, struct cgroup *cgrp,
 	return 0;
 }
 
-/* A removed cgroup's tag is dropped. */
+/* A removed cgroup's tag and weight are dropped. */
 void BPF_STRUCT_OPS(chameleon_cgroup_exit, struct cgroup *cgrp)
 {
 	u64 id = cgrp->kn->id;
 
 	bpf_map_delete_elem(&tags, &id);
+	bpf_map_delete_elem(&cg_weights, &id);
 }
 
 void BPF_STRUCT_OPS(chameleon_cpu_online, s32 cpu)
@@ -1007,6 +1073,8 @@ SCX_OPS_DEFINE(chameleon_ops,
 	       .disable		= (void *)chameleon_disable,
 	       .cgroup_init	= (void *)chameleon_cgroup_init,
 	       .cgroup_exit	= (void *)chameleon_cgroup_exit,
+	       .cgroup_move	= (void *)chameleon_cgroup_move,
+	       .cgroup_set_weight = (void *)chameleon_cgroup_set_weight,
 	       .cpu_acquire	= (void *)chameleon_cpu_acquire,
 	       .cpu_release	= (void *)chameleon_cpu_release,
 	       .cpu_online	= (void *)chameleon_cpu_online,

@@ -75,6 +75,31 @@ static inline u64 chameleon_vtime_cap(u64 vtime, u64 clock, u64 bound_ns,
 	return vtime;
 }
 
+/*
+ * A task's weight with its cgroup's cpu.weight (@cg_weight, 0: none, the
+ * root's tasks): its own (nice) weight scaled by cg_weight / 100 and shared
+ * among the cgroup's @nr_runnable tasks, as CFS shares a group's weight
+ * among the CPUs its load is on. One task per cgroup at 100 and 300 splits
+ * a CPU 1:3; a cgroup of four runnable tasks at 100 weighs, all together,
+ * what one task at 100 of another cgroup does.
+ */
+static inline u64 chameleon_group_weight(u64 task_weight, u64 cg_weight,
+					 u64 nr_runnable)
+{
+	u64 w;
+
+	if (!cg_weight)
+		return task_weight;
+	if (nr_runnable < 1)
+		nr_runnable = 1;
+	w = task_weight * cg_weight / CHAMELEON_WEIGHT_DFL / nr_runnable;
+	if (w < CHAMELEON_WEIGHT_MIN)
+		return CHAMELEON_WEIGHT_MIN;
+	if (w > CHAMELEON_WEIGHT_MAX)
+		return CHAMELEON_WEIGHT_MAX;
+	return w;
+}
+
 /* Move @vtime from the clock of one CPU to the clock of another. */
 static inline u64 chameleon_vtime_rebase(u64 vtime, u64 from_clock, u64 to_clock)
 {

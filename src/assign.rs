@@ -219,13 +219,26 @@ impl Assigner {
         Some(props)
     }
 
-    pub fn handle(&mut self, ev: &Event, map: &dyn MapCore, tags: &dyn MapCore) {
+    /// A requester's claim (`tag::claim`): its tag's weight, or its cgroup's
+    /// `cpu.weight` as BPF keeps it (map `cg_weights`), read when it asks.
+    fn claim_of(props: &Props, cgid: u64, cg_weights: &dyn MapCore) -> u32 {
+        let cpu_weight = (props.weight == 0)
+            .then(|| cg_weights.lookup(&cgid.to_ne_bytes(), MapFlags::ANY).ok().flatten())
+            .flatten()
+            .filter(|raw| raw.len() >= std::mem::size_of::<bpf_intf::chameleon_cg_weight>())
+            // SAFETY: the length was checked; the struct is plain integers.
+            .map(|raw| unsafe { std::ptr::read_unaligned(raw.as_ptr().cast::<bpf_intf::chameleon_cg_weight>()) }.weight);
+        crate::tag::claim(props.weight, cpu_weight)
+    }
+
+    pub fn handle(&mut self, ev: &Event, map: &dyn MapCore, tags: &dyn MapCore, cg_weights: &dyn MapCore) {
         let changes = match ev.kind {
             // ev.level is the object level BPF derived from the tag and SMT class.
             Kind::Demand => match self.tag_of(ev.cgroup_id, tags) {
                 Some(props) if ev.level > 0 => {
                     let old = self.requesters.insert(ev.pid, (props, ev.level, ev.cgroup_id));
-                    let mut changes = self.manager.request(ev.pid, Request { level: ev.level, weight: props.weight });
+                    let weight = Self::claim_of(&props, ev.cgroup_id, cg_weights);
+                    let mut changes = self.manager.request(ev.pid, Request { level: ev.level, weight });
                     // Same CPUs but a new tax: BPF still needs the new value.
                     if old.is_some_and(|(p, _, _)| p != props) && !changes.iter().any(|c| c.pid == ev.pid) {
                         if let Some(o) = self.manager.object(ev.pid) {
@@ -246,7 +259,10 @@ impl Assigner {
             Kind::Wake => {
                 self.asleep.remove(&ev.pid);
                 match (self.dormant.remove(&ev.pid), self.requesters.get(&ev.pid)) {
-                    (true, Some(&(p, level, _))) => self.manager.request(ev.pid, Request { level, weight: p.weight }),
+                    (true, Some(&(p, level, cgid))) => {
+                        let weight = Self::claim_of(&p, cgid, cg_weights);
+                        self.manager.request(ev.pid, Request { level, weight })
+                    }
                     _ => Vec::new(),
                 }
             }

@@ -366,3 +366,28 @@ fn a_task_a_kthread_pushed_off_resumes_in_front() {
         assert_eq!(host_vtime_resume(u64::MAX - 10, 5, 1), u64::MAX - 10);
     }
 }
+
+extern "C" {
+    fn host_group_weight(task_weight: u64, cg_weight: u64, nr_runnable: u64) -> u64;
+}
+
+#[test]
+fn cgroup_weight_scales_and_is_shared_among_the_cgroups_runnable_tasks() {
+    unsafe {
+        // No cgroup weight (a root task): its own weight.
+        assert_eq!(host_group_weight(100, 0, 0), 100);
+        assert_eq!(host_group_weight(1024, 0, 3), 1024);
+        // One task per cgroup at cpu.weight 100 and 300: 1:3.
+        assert_eq!(host_group_weight(100, 100, 1), 100);
+        assert_eq!(host_group_weight(100, 300, 1), 300);
+        // Four runnable tasks at 100 weigh together what one does.
+        assert_eq!(4 * host_group_weight(100, 100, 4), 100);
+        // Nice still orders tasks within the cgroup.
+        assert!(host_group_weight(1024, 100, 2) > host_group_weight(100, 100, 2));
+        // A count not yet taken (0) counts as the task alone.
+        assert_eq!(host_group_weight(100, 200, 0), 200);
+        // Clamped to the kernel's range: never 0 (a division), never above 10000.
+        assert_eq!(host_group_weight(1, 1, 1000), 1);
+        assert_eq!(host_group_weight(10000, 10000, 1), 10000);
+    }
+}

@@ -410,7 +410,7 @@ impl<'a> Scheduler<'a> {
                         control.broadcast(&line);
                     }
                 }
-                assign.handle(ev, assignments, tag_map);
+                assign.handle(ev, assignments, tag_map, &self.skel.maps.cg_weights);
             }
         };
 

@@ -52,10 +52,12 @@ impl Smt {
     }
 }
 
-/// What a tag asks for. Every property is optional; defaults: level 1, weight 1, tax 1, smt any.
+/// What a tag asks for. Every property is optional; defaults: level 1, tax 1,
+/// smt any, and the weight of the cgroup's `cpu.weight` (see [`claim`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Props {
     pub level: u32,
+    /// 1..=10000, or 0: not given, the cgroup's `cpu.weight` decides.
     pub weight: u32,
     /// Hundredths (see [`TAX_ONE`]).
     pub tax: u32,
@@ -64,7 +66,7 @@ pub struct Props {
 
 impl Default for Props {
     fn default() -> Self {
-        Props { level: 1, weight: 1, tax: TAX_ONE, smt: Smt::Any }
+        Props { level: 1, weight: 0, tax: TAX_ONE, smt: Smt::Any }
     }
 }
 
@@ -85,19 +87,21 @@ impl Props {
         if !(1..=10_000).contains(&t.tax) {
             bail!("tax {}: out of range", t.tax);
         }
-        Ok(Props { level: parse_level(&t.level.to_string())?, weight: parse_weight(&t.weight.to_string())?, tax: t.tax, smt })
+        Ok(Props { level: parse_level(&t.level.to_string())?, weight: match t.weight {
+                0 => 0,
+                w => parse_weight(&w.to_string())?,
+            },
+            tax: t.tax,
+            smt,
+        })
     }
 
     /// The stored form (cgroup xattr), versioned: "v1 level=2 weight=3 tax=1.00 smt=any".
+    /// Without a weight of its own, none is stored (agents before cpu.weight
+    /// read that as weight 1, the claim of cpu.weight 100).
     pub fn encode(&self) -> String {
-        format!(
-            "v1 level={} weight={} tax={}.{:02} smt={}",
-            self.level,
-            self.weight,
-            self.tax / 100,
-            self.tax % 100,
-            self.smt.name()
-        )
+        let weight = if self.weight > 0 { format!(" weight={}", self.weight) } else { String::new() };
+        format!("v1 level={}{weight} tax={}.{:02} smt={}", self.level, self.tax / 100, self.tax % 100, self.smt.name())
     }
 
     /// Read the stored form back, validating every field.
@@ -141,6 +145,19 @@ pub fn parse_weight(v: &str) -> Result<u32> {
         .ok()
         .filter(|w| (1..=10_000).contains(w))
         .with_context(|| format!("weight {v:?}: expected an integer 1..=10000"))
+}
+
+/// A requester's claim on contended CPUs, in `cpu.weight` units (100 for
+/// a default cgroup): a tag's own weight W claims as much as `cpu.weight`
+/// W * 100, a tag without one claims its cgroup's `cpu.weight`
+/// (`cpu_weight`, None: no cpu controller there, 100), so that systemd's
+/// `CPUWeight=` orders objects as it orders CPU time.
+pub fn claim(weight: u32, cpu_weight: Option<u32>) -> u32 {
+    if weight > 0 {
+        weight.saturating_mul(100)
+    } else {
+        cpu_weight.filter(|w| (1..=10_000).contains(w)).unwrap_or(100)
+    }
 }
 
 /// A tag on one cgroup.
@@ -280,6 +297,12 @@ mod tests {
         assert_eq!(parse_props("").unwrap(), Props::default());
         let p = parse_props("level:2,weight:3,tax:0.01").unwrap();
         assert_eq!(p, Props { level: 2, weight: 3, tax: 1, smt: Smt::Any });
+        // No weight given: the cgroup's cpu.weight decides, and none is stored.
+        let p = parse_props("level:2").unwrap();
+        assert_eq!(p.weight, 0);
+        assert_eq!(p.encode(), "v1 level=2 tax=1.00 smt=any");
+        assert_eq!(Props::decode(&p.encode()).unwrap(), p);
+        assert_eq!(Props::from_bpf(&p.to_bpf()).unwrap(), p);
         assert!(parse_props("level:0").is_err());
         assert!(parse_props("level:4").is_err());
         assert!(parse_props("weight:0").is_err());
@@ -301,5 +324,20 @@ mod tests {
         assert_eq!(t.props.tax, 10_000);
         assert!(parse_tag("level:1").is_err());
         assert!(parse_tag("=level:1").is_err());
+    }
+
+    #[test]
+    fn claim_from_weight_or_cpu_weight() {
+        // An explicit weight W claims as cpu.weight W * 100 would.
+        assert_eq!(claim(1, Some(300)), 100);
+        assert_eq!(claim(3, None), 300);
+        assert_eq!(claim(10_000, None), 1_000_000);
+        // Without one, the cgroup's cpu.weight (CPUWeight=); 100 without the controller.
+        assert_eq!(claim(0, Some(300)), 300);
+        assert_eq!(claim(0, Some(1)), 1);
+        assert_eq!(claim(0, None), 100);
+        // A value the kernel never gives is not trusted.
+        assert_eq!(claim(0, Some(0)), 100);
+        assert_eq!(claim(0, Some(20_000)), 100);
     }
 }

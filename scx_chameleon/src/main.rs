@@ -61,7 +61,7 @@ struct Cli {
     watchdog_timeout_ms: u32,
 
     /// Tag a cgroup: its tasks want an execution object. CGROUP is a path under
-    /// /sys/fs/cgroup; level 1..3 (2^level CPUs), weight 1..10000, tax 0.01..100.
+    /// /sys/fs/cgroup; level 1..3 (2^level CPUs), weight 1..10000 (default: cpu.weight), tax 0.01..100.
     /// Repeatable.
     #[arg(long = "tag", value_name = "CGROUP=level:L,weight:W,tax:T", value_parser = parse_tag)]
     tags: Vec<chameleon::tag::Tag>,
@@ -97,7 +97,7 @@ enum Cmd {
         /// 1..3: an object of 2^level CPUs (default 1).
         #[arg(long)]
         level: Option<String>,
-        /// 1..10000: claim on contended CPUs (default 1).
+        /// 1..10000: claim on contended CPUs, as cpu.weight W x 100 (default: the cgroup's cpu.weight).
         #[arg(long)]
         weight: Option<String>,
         /// 0.01..100: cost of borrowed time (default 1).

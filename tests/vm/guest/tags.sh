@@ -29,7 +29,7 @@ bad() {
 
 out=$(scx_chameleon tag seq --level 1 --tax 0.5) || fail "tag failed: $out"
 echo "$out" | grep -q "not running: applies at its next start" || fail "no note about the agent: $out"
-[ "$(stored /sys/fs/cgroup/seq)" = "v1 level=1 weight=1 tax=0.50 smt=any" ] ||
+[ "$(stored /sys/fs/cgroup/seq)" = "v1 level=1 tax=0.50 smt=any" ] ||
 	fail "stored tag is '$(stored /sys/fs/cgroup/seq)'"
 ok "$out"
 scx_chameleon tags | grep -q "^/sys/fs/cgroup/seq/child (cgroup [0-9]*): v1 level=1 .*(inherited)$" ||

@@ -26,8 +26,8 @@ ok "pid $a fused ${us} us after the CLI returned"
 [ "$us" -le 100000 ] || fail "fused ${us} us after the tag (> 100 ms)"
 sleep 1.2	# counters are refreshed in the status file each second
 st=$(scx_chameleon status)
-echo "$st" | grep -q "^pid $a: level 1 weight 1 -> \[0, 1\]$" || fail "status lacks the object: $st"
-echo "$st" | grep -q "^tag cgroup $(stat -c %i /sys/fs/cgroup/seq): v1 level=1 weight=1 tax=1.00 smt=any$" || fail "status lacks the tag: $st"
+echo "$st" | grep -q "^pid $a: level 1 weight 100 -> \[0, 1\]$" || fail "status lacks the object: $st"
+echo "$st" | grep -q "^tag cgroup $(stat -c %i /sys/fs/cgroup/seq): v1 level=1 tax=1.00 smt=any$" || fail "status lacks the tag: $st"
 echo "$st" | grep -q "^cpus: 0:.* 1:.* 2:[a-z]* 3:[a-z]*$" || fail "status lacks CPU states: $st"
 echo "$st" | grep -q "^counters: .*fuse=[1-9]" || fail "status lacks counters: $st"
 ok "status shows the object, the tag, CPU states and counters"

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cgroup cpu.weight (the cpu controller's weight; systemd's CPUWeight=).
+ * Included by main.bpf.c.
+ *
+ * A task's vtime accrues at 100 / its weight, and its weight is its own
+ * (nice) weight scaled by its cgroup's cpu.weight / 100 and shared among
+ * that cgroup's runnable tasks (chameleon_group_weight(), vtime.h): what
+ * CFS does with a group's weight, which it shares among the CPUs its load
+ * is on. Two cgroups of one task each at 100 and 300 split a CPU 1:3, as
+ * under EEVDF. Without this every task weighed its nice alone, and the same
+ * two cgroups split 1:1.
+ *
+ * The cgroup is the one the kernel passes to the cgroup ops: the nearest
+ * one with the cpu controller. Its ancestors' weights are not multiplied in
+ * (siblings under one parent compare as CFS compares them; cousins under
+ * parents of different weights do not). Root's tasks have no cgroup weight.
+ *
+ * Cost: a hash lookup when a task starts and stops running, and an atomic
+ * on its cgroup's count when it wakes and sleeps; none for root's tasks.
+ */
+
+/* cgroups with the cpu controller we keep a weight for; beyond, tasks weigh their nice. */
+#define CHAMELEON_MAX_CGROUPS	16384
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, CHAMELEON_MAX_CGROUPS);
+	__type(key, u64);			/* cgroup id */
+	__type(value, struct chameleon_cg_weight);
+} cg_weights SEC(".maps");
+
+/* The cgroup whose weight a task follows: 0 for root (no weight of its own). */
+static u64 weight_cgroup_id(struct cgroup *cgrp)
+{
+	return cgrp && cgrp->level > 0 ? cgrp->kn->id : 0;
+}
+
+static struct chameleon_cg_weight *cg_weight_of(u64 cgid)
+{
+	return cgid ? bpf_map_lookup_elem(&cg_weights, &cgid) : NULL;
+}
+
+/*
+ * @tctx's task becomes runnable (@on) or sleeps or leaves: count it in its
+ * cgroup, once. The cgroup it was counted in is kept, so that it is
+ * uncounted there even if it moved since.
+ */
+static void cg_count(struct task_ctx *tctx, bool on)
+{
+	struct chameleon_cg_weight *cw;
+	u64 id;
+
+	if (on) {
+		if (tctx->wcounted)
+			return;
+		cw = cg_weight_of(tctx->wcg);
+		if (!cw)
+			return;
+		__sync_fetch_and_add(&cw->nr_runnable, 1);
+		tctx->wcounted = tctx->wcg;
+		return;
+	}
+	id = tctx->wcounted;
+	if (!id)
+		return;
+	tctx->wcounted = 0;
+	cw = cg_weight_of(id);
+	if (cw)
+		__sync_fetch_and_sub(&cw->nr_runnable, 1);
+}
+
+/* @p's weight for its vtime: its nice with its cgroup's cpu.weight. */
+static u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
+{
+	struct chameleon_cg_weight *cw = cg_weight_of(tctx->wcg);
+	s32 nr;
+
+	if (!cw)
+		return p->scx.weight;
+	nr = READ_ONCE(cw->nr_runnable);
+	return chameleon_group_weight(p->scx.weight, cw->weight, nr > 0 ? nr : 1);
+}
+
+/* A cgroup with the cpu controller appears (or exists when we load). */
+static void cg_weight_init(struct cgroup *cgrp, u32 weight)
+{
+	struct chameleon_cg_weight cw = { .weight = weight };
+	u64 id = weight_cgroup_id(cgrp);
+
+	/* Full: its tasks weigh their nice alone, as before. */
+	if (id)
+		bpf_map_update_elem(&cg_weights, &id, &cw, BPF_NOEXIST);
+}
+
+void BPF_STRUCT_OPS(chameleon_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
+{
+	struct chameleon_cg_weight *cw = cg_weight_of(weight_cgroup_id(cgrp));
+
+	if (cw)
+		WRITE_ONCE(cw->weight, weight);
+	else
+		cg_weight_init(cgrp, weight);
+}
+
+void BPF_STRUCT_OPS(chameleon_cgroup_move, struct task_struct *p,
+		    struct cgroup *from, struct cgroup *to)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	bool counted;
+
+	if (!tctx)
+		return;
+	counted = tctx->wcounted;
+	cg_count(tctx, false);
+	tctx->wcg = weight_cgroup_id(to);
+	if (counted)
+		cg_count(tctx, true);
+}

@@ -1,0 +1,111 @@
+#!/bin/sh
+# cgroup cpu.weight is honoured as under EEVDF (systemd's CPUWeight=). On
+# CPU 1, measured from the kernel's accounting (schedstat) over one window
+# per case, EEVDF first in the same boot as the reference, then
+# scx_chameleon without tags:
+#   a: one spinner in a cgroup at cpu.weight 100, one at 300: 1:3;
+#   b: the 300 changed to 200 while they run (cgroup_set_weight): 1:2;
+#   c: one spinner at 100 against three in another cgroup at 100, reported
+#      only (EEVDF gives 1:2 here).
+# a and b within 10 % of the expected ratio, under both (EEVDF out of it
+# means the setup is wrong, and fails the test too).
+# d (scx_chameleon only): tags without a weight of their own claim their
+#   cgroup's cpu.weight: three level-1 tags at cpu.weight 50, 100 and 300 on
+#   4 CPUs (pairs for two), started lightest first: the two heaviest get
+#   the objects, the first-come lightest none.
+. /opt/chameleon/guest/lib.sh
+TEST=cpu_weight
+CG=/sys/fs/cgroup
+
+echo "+cpu" >$CG/cgroup.subtree_control || fail "cannot enable the cpu controller"
+for g in wa wb; do make_cgroup $g; done
+
+# ratio_ok NAME X Y WANT: Y / X within 10 % of WANT (x100 integers).
+ratio_ok() {
+	[ "$2" -gt 0 ] || fail "$1: the first cgroup got no CPU time"
+	r=$(( $3 * 100 / $2 ))
+	ok "$1: $2 ms : $3 ms = 1 : $(( r / 100 )).$(printf '%02d' $(( r % 100 ))) (want 1 : $(( $4 / 100 )))"
+	[ "$r" -ge $(( $4 * 90 / 100 )) ] && [ "$r" -le $(( $4 * 110 / 100 )) ] ||
+		fail "$1: 1 : $r/100, not within 10 % of 1 : $(( $4 / 100 ))"
+}
+
+# cpu_ms PID...: CPU time of the tasks together, ms.
+cpu_ms() {
+	t=0
+	for p in "$@"; do t=$(( t + $(run_ns $p) )); done
+	echo $(( t / 1000000 ))
+}
+
+cases() {
+	who=$1
+	echo 100 >$CG/wa/cpu.weight && echo 300 >$CG/wb/cpu.weight || fail "cannot set cpu.weight"
+	spin -c 1 -g $CG/wa $LONG >/dev/null &
+	a=$!
+	spin -c 1 -g $CG/wb $LONG >/dev/null &
+	b=$!
+	sleep 1
+	x0=$(cpu_ms $a) y0=$(cpu_ms $b)
+	sleep 4
+	x1=$(cpu_ms $a) y1=$(cpu_ms $b)
+	ratio_ok "$who a (100 : 300)" $((x1 - x0)) $((y1 - y0)) 300
+	echo 200 >$CG/wb/cpu.weight || fail "cannot change cpu.weight"
+	sleep 1
+	x0=$(cpu_ms $a) y0=$(cpu_ms $b)
+	sleep 4
+	x1=$(cpu_ms $a) y1=$(cpu_ms $b)
+	ratio_ok "$who b (100 : 200 set while running)" $((x1 - x0)) $((y1 - y0)) 200
+	end_tasks $b
+	echo 100 >$CG/wb/cpu.weight
+	spin -c 1 -g $CG/wb $LONG >/dev/null &
+	b1=$!
+	spin -c 1 -g $CG/wb $LONG >/dev/null &
+	b2=$!
+	spin -c 1 -g $CG/wb $LONG >/dev/null &
+	b3=$!
+	sleep 1
+	x0=$(cpu_ms $a) y0=$(cpu_ms $b1 $b2 $b3)
+	sleep 4
+	x1=$(cpu_ms $a) y1=$(cpu_ms $b1 $b2 $b3)
+	# Reported, not asserted: EEVDF splits this 1 : 2 (4 runs), not the
+	# 1 : 1 its group shares suggest; ours is printed beside it.
+	ok "$who c (1 task : 3 tasks, both 100): $((x1 - x0)) ms : $((y1 - y0)) ms"
+	end_tasks $a $b1 $b2 $b3
+}
+
+cases EEVDF
+start_agent
+cases scx_chameleon
+[ "$(state)" = enabled ] || fail "scheduler ejected"
+
+# d: the claims of tags without a weight.
+pids=
+for g in cl:50 cm:100 ch:300; do
+	n=${g%:*}
+	make_cgroup $n
+	echo ${g#*:} >$CG/$n/cpu.weight || fail "cannot set $n's cpu.weight"
+	scx_chameleon tag $n --level 1 >/dev/null || fail "cannot tag $n"
+	spin -g $CG/$n $LONG >/dev/null &
+	eval "pid_$n=\$!"
+	pids="$pids $!"
+	sleep 0.5
+done
+size() {
+	s=$(scx_chameleon status | sed -n "s/^pid $1: .*-> \[\(.*\)\]$/\1/p" | awk -F, '{ print NF }')
+	echo "${s:-0}"
+}
+t0=$(now_ms)
+until [ "$(size $pid_ch)" = 2 ] && [ "$(size $pid_cm)" = 2 ] && [ "$(size $pid_cl)" = 0 ]; do
+	[ $(( $(now_ms) - t0 )) -lt 10000 ] ||
+		fail "d: objects cl(50) $(size $pid_cl), cm(100) $(size $pid_cm), ch(300) $(size $pid_ch) CPUs; want 0, 2, 2: $(scx_chameleon status | grep '^pid')"
+	usleep 200000
+done
+ok "d: claims from cpu.weight: cl(50, first) no object, cm(100) 2 CPUs, ch(300, last) 2 CPUs"
+scx_chameleon status | grep "^pid" | sed 's/^/  /'
+# The tasks ran where they were placed (schedstat advances for each).
+for p in $pids; do
+	a0=$(run_ns $p); sleep 0.3
+	[ "$(run_ns $p)" -gt "$a0" ] || fail "d: pid $p got no CPU"
+done
+end_tasks $pids
+stop_agent
+pass
