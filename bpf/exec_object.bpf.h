@@ -97,6 +97,7 @@ struct rep_ctx {
 	s32	owner;			/* pid of the fused task */
 	u32	seq;			/* of the decision (fuse or split) in flight */
 	u32	pending_kind;		/* event to emit when pending drains */
+	u32	hold;			/* CHAMELEON_ASSIGN_HOLD: no vtime splits (uni) */
 	u64	pending;		/* seq << 32 | positions not yet idle / back */
 	u32	generation;		/* of the assignment it was fused from */
 	u32	tax;			/* hundredths, refreshed from the assignment */
@@ -596,7 +597,8 @@ static __noinline u32 borrowable(struct task_ctx *tctx,
 		    chameleon_vtime_before(now, cc->lend_block_until))
 			continue;
 		busy = cpu_competitor_vtime(c, cc, now, &other);
-		if (chameleon_may_borrow(cc->online, !busy, tctx->vruntimes[i], other))
+		if (chameleon_may_borrow(cc->online, !busy, tctx->vruntimes[i], other,
+					 a->flags & CHAMELEON_ASSIGN_HOLD))
 			ok |= 1U << i;
 	}
 	return ok;
@@ -665,6 +667,7 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	rc->nr_requested = nr;
 	rc->generation = a->generation;
 	rc->tax = a->tax;
+	rc->hold = a->flags & CHAMELEON_ASSIGN_HOLD;
 	rc->owner = p->pid;
 	rc->owner_cgid = task_cgroup_id(p);
 	rc->fused_at = t0;
@@ -801,7 +804,7 @@ static void waiter_on_lent(s32 cpu, struct task_struct *waiter)
 		split(rep, CHAMELEON_SPLIT_EXIT);
 		return;
 	}
-	octx = bpf_task_storage_get(&task_ctxs, owner, 0, 0);
+	octx = rc->hold ? NULL : bpf_task_storage_get(&task_ctxs, owner, 0, 0);
 	if (octx && chameleon_must_split(now - rc->fused_at, min_gran_ns, true,
 					 waiter->scx.dsq_vtime,
 					 octx->vruntimes[pos & (CHAMELEON_OBJ_MAX_CPUS - 1)]))

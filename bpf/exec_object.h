@@ -20,11 +20,11 @@
  * the virtual thread's place in that CPU's queue.
  */
 static inline int chameleon_may_borrow(int online, int idle, u64 vruntime,
-				       u64 curr_vtime)
+				       u64 curr_vtime, int hold)
 {
 	if (!online)
 		return 0;
-	return idle || chameleon_vtime_before(vruntime, curr_vtime);
+	return hold || idle || chameleon_vtime_before(vruntime, curr_vtime);
 }
 
 /*

@@ -69,6 +69,16 @@ struct chameleon_cg_weight {
 };
 
 /*
+ * How an object behaves once fused. HOLD (SMT class `uni`): its CPUs stay
+ * its owner's while it runs whatever the waiters' vtimes (no tick or wake
+ * splits, and it borrows busy CPUs too); only the lending bound, a higher
+ * class, a migration or the owner's sleep end it, so no wait is unbounded.
+ */
+enum chameleon_assign_flags {
+	CHAMELEON_ASSIGN_HOLD		= 1,
+};
+
+/*
  * The object the agent assigned to one task (map `assignments`, keyed by
  * pid). cpus[0] is the representative; every power-of-two prefix is itself
  * a valid object, so a partial fuse takes a prefix. A hash-map update swaps
@@ -78,7 +88,7 @@ struct chameleon_assignment {
 	u32	nr_cpus;	/* 2, 4 or 8 */
 	u32	generation;	/* changes whenever the CPUs change */
 	u32	tax;		/* hundredths */
-	u32	weight;
+	u32	flags;		/* enum chameleon_assign_flags */
 	s32	cpus[CHAMELEON_OBJ_MAX_CPUS];
 };
 

@@ -807,11 +807,12 @@ void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 		split(cpu, CHAMELEON_SPLIT_RETAG);
 		return;
 	}
-	/* A retag may change the tax alone: it applies from now on. */
+	/* A retag may change the tax or the class alone: from now on. */
 	rc->tax = a->tax;
+	rc->hold = a->flags & CHAMELEON_ASSIGN_HOLD;
 	if (lend_due(cpu, rc, now, lend_wait_ns + 2 * CHAMELEON_GUARD_NS))
 		split(cpu, CHAMELEON_SPLIT_BOUND);
-	else if (waiter_due(rc, tctx, now))
+	else if (!rc->hold && waiter_due(rc, tctx, now))
 		split(cpu, CHAMELEON_SPLIT_TICK);
 }
 

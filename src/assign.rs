@@ -155,7 +155,11 @@ impl Assigner {
             nr_cpus: obj.cpus.len() as u32,
             generation: obj.gen,
             tax: props.map_or(100, |p| p.tax),
-            weight: props.map_or(1, |p| p.weight),
+            // uni: the core stays its owner's while it runs (see intf.h).
+            flags: match props.map(|p| p.smt) {
+                Some(crate::tag::Smt::Uni) => bpf_intf::chameleon_assign_flags_CHAMELEON_ASSIGN_HOLD,
+                _ => 0,
+            },
             cpus: [-1; bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_CPUS as usize],
         };
         for (slot, &c) in a.cpus.iter_mut().zip(&obj.cpus) {

@@ -84,7 +84,7 @@ fn clock_never_goes_back() {
 
 extern "C" {
     fn host_tax_charge(delta: u64, weight: u64, tax: u64) -> u64;
-    fn host_may_borrow(online: i32, idle: i32, vr: u64, curr: u64) -> i32;
+    fn host_may_borrow(online: i32, idle: i32, vr: u64, curr: u64, hold: i32) -> i32;
     fn host_fuse_size(nr: u32, ok: u32) -> u32;
     fn host_must_split(fused: u64, gran: u64, has: i32, waiter: u64, vr: u64) -> i32;
     fn host_vthread_place(vr: u64, clock: u64) -> u64;
@@ -119,15 +119,19 @@ fn tax_never_overflows() {
 fn fuse_when_idle_or_ahead_of_what_runs() {
     unsafe {
         // Idle online CPU: borrow, whatever the vtimes.
-        assert_eq!(host_may_borrow(1, 1, 500, 100), 1);
+        assert_eq!(host_may_borrow(1, 1, 500, 100, 0), 1);
         // Busy CPU: only if the virtual thread is earlier than what runs.
-        assert_eq!(host_may_borrow(1, 0, 99, 100), 1);
-        assert_eq!(host_may_borrow(1, 0, 100, 100), 0);
-        assert_eq!(host_may_borrow(1, 0, 101, 100), 0);
+        assert_eq!(host_may_borrow(1, 0, 99, 100, 0), 1);
+        assert_eq!(host_may_borrow(1, 0, 100, 100, 0), 0);
+        assert_eq!(host_may_borrow(1, 0, 101, 100, 0), 0);
         // Offline: never.
-        assert_eq!(host_may_borrow(0, 1, 0, 100), 0);
+        assert_eq!(host_may_borrow(0, 1, 0, 100, 0), 0);
         // Across the wrap.
-        assert_eq!(host_may_borrow(1, 0, u64::MAX - 10, 5), 1);
+        assert_eq!(host_may_borrow(1, 0, u64::MAX - 10, 5, 0), 1);
+        // A held object (SMT class uni) takes its busy sibling whatever the
+        // vtimes, never an offline one.
+        assert_eq!(host_may_borrow(1, 0, 101, 100, 1), 1);
+        assert_eq!(host_may_borrow(0, 0, 0, 100, 1), 0);
     }
 }
 

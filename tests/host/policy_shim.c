@@ -17,7 +17,7 @@ u64 host_vtime_rebase(u64 v, u64 from, u64 to) { return chameleon_vtime_rebase(v
 u64 host_vtime_advance(u64 clock, u64 v) { return chameleon_vtime_advance(clock, v); }
 
 u64 host_tax_charge(u64 delta, u64 weight, u64 tax) { return chameleon_tax_charge(delta, weight, tax); }
-int host_may_borrow(int online, int idle, u64 vr, u64 curr) { return chameleon_may_borrow(online, idle, vr, curr); }
+int host_may_borrow(int online, int idle, u64 vr, u64 curr, int hold) { return chameleon_may_borrow(online, idle, vr, curr, hold); }
 u32 host_fuse_size(u32 nr, u32 ok) { return chameleon_fuse_size(nr, ok); }
 int host_must_split(u64 fused, u64 gran, int has, u64 wv, u64 vr) { return chameleon_must_split(fused, gran, has, wv, vr); }
 u64 host_vthread_place(u64 vr, u64 clock) { return chameleon_vthread_place(vr, clock); }
