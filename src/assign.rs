@@ -41,8 +41,9 @@ pub struct Assigner {
     status: Status,
     /// Something changed since the status file was last written.
     dirty: bool,
-    /// Nodes come from the topology (not --node-cpus): re-read it on hotplug.
-    reread_topology: bool,
+    /// Read the topology again when an unknown CPU comes online, this way
+    /// (None: the nodes were given by --node-cpus).
+    reread_topology: Option<crate::node::TopologyOpts>,
     /// CPUs parked (`scx_chameleon park`): not there for the node manager.
     parked: std::collections::BTreeSet<usize>,
     /// Task-exit events are ignored (bench: Chameleon Fig. 6, "3*"); a gone
@@ -125,7 +126,7 @@ fn online_cpus() -> Option<Vec<usize>> {
 }
 
 impl Assigner {
-    pub fn new(manager: NodeManager, tags: HashMap<u64, Props>, status: Status, reread_topology: bool) -> Self {
+    pub fn new(manager: NodeManager, tags: HashMap<u64, Props>, status: Status, reread_topology: Option<crate::node::TopologyOpts>) -> Self {
         Assigner {
             manager,
             tags,
@@ -275,8 +276,8 @@ impl Assigner {
                 let cpu = ev.cpu as usize;
                 let mut changes = self.manager.set_online(cpu, !self.parked.contains(&cpu));
                 // Offline at start, so not in the topology we read: read it again.
-                if !self.manager.has_cpu(cpu) && self.reread_topology {
-                    match crate::node::from_topology() {
+                if let (false, Some(opts)) = (self.manager.has_cpu(cpu), &self.reread_topology) {
+                    match crate::node::from_topology(opts) {
                         Ok(nodes) => changes = self.manager.set_nodes(nodes),
                         Err(e) => warn!("re-reading the topology after cpu{cpu} came online: {e:#}"),
                     }

@@ -3,9 +3,17 @@
 //! CPUs are listed in *slot order* — cores in id order, the SMT siblings of a
 //! core next to each other — so that an aligned block of 2^k slots is an SMT
 //! pair, a pair of neighbouring cores, and so on.
+//!
+//! Hybrid CPUs (P and E cores, or any mix of capacities): the cores of an
+//! LLC are split into one node per capacity, so that no object mixes a fast
+//! core with a slow one (its virtual threads would wait on the slow one),
+//! unless `--mix-core-types`; nodes are ordered fastest first, so that the
+//! node manager, which takes the first block that fits, puts a task's object
+//! and its representative on the fastest cores free. Capacities come from
+//! the kernel (cpu_capacity, via scx_utils) or `--cpu-capacity`.
 
 use anyhow::{bail, Context, Result};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
@@ -14,21 +22,110 @@ pub struct Node {
     pub slots: Vec<usize>,
 }
 
-/// Nodes from the machine's topology: one per LLC, including CPUs that are
-/// offline now (they may come online; the manager skips offline slots).
-pub fn from_topology() -> Result<Vec<Node>> {
+/// How the topology becomes nodes: capacities that override the kernel's
+/// (`--cpu-capacity`), and whether cores of different capacities may share a
+/// node (`--mix-core-types`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopologyOpts {
+    pub capacity: BTreeMap<usize, u32>,
+    pub mix_core_types: bool,
+}
+
+/// Nodes from the machine's topology: one per LLC and core capacity,
+/// including CPUs that are offline now (they may come online; the manager
+/// skips offline slots).
+pub fn from_topology(opts: &TopologyOpts) -> Result<Vec<Node>> {
     let topo = scx_utils::Topology::new().context("reading the CPU topology")?;
-    let mut nodes = Vec::new();
-    for (i, llc) in topo.all_llcs.values().enumerate() {
-        let mut cores: Vec<Vec<usize>> =
-            llc.cores.values().map(|core| core.cpus.keys().copied().collect()).collect();
-        cores.sort();
-        nodes.push(Node { id: i, slots: cores.concat() });
-    }
+    let llcs = topo
+        .all_llcs
+        .values()
+        .map(|llc| {
+            llc.cores
+                .values()
+                .map(|core| {
+                    let cpus: Vec<usize> = core.cpus.keys().copied().collect();
+                    // A core is as fast as its fastest thread.
+                    let cap = core
+                        .cpus
+                        .values()
+                        .map(|c| {
+                            opts.capacity
+                                .get(&c.id)
+                                .copied()
+                                .unwrap_or(c.kernel_cpu_capacity.unwrap_or(c.cpu_capacity) as u32)
+                        })
+                        .max()
+                        .unwrap_or(1024);
+                    (cpus, cap)
+                })
+                .collect()
+        })
+        .collect();
+    let nodes = nodes_from(llcs, opts.mix_core_types);
     if nodes.is_empty() {
         bail!("the topology has no LLC");
     }
     Ok(nodes)
+}
+
+/// Nodes from LLCs given as their cores (CPUs, capacity): each LLC split by
+/// capacity unless `mix`, cores in id order within a node, nodes fastest
+/// first (an LLC's order kept among equals).
+pub fn nodes_from(llcs: Vec<Vec<(Vec<usize>, u32)>>, mix: bool) -> Vec<Node> {
+    let mut groups: Vec<(u32, Vec<Vec<usize>>)> = Vec::new();
+    for cores in llcs {
+        let mut by_cap: BTreeMap<u32, Vec<Vec<usize>>> = BTreeMap::new();
+        let mut fastest = 0;
+        for (mut cpus, cap) in cores {
+            cpus.sort_unstable();
+            let key = if mix { 0 } else { cap };
+            fastest = fastest.max(cap);
+            by_cap.entry(key).or_default().push(cpus);
+        }
+        for (key, mut cores) in by_cap.into_iter().rev() {
+            cores.sort();
+            groups.push((if mix { fastest } else { key }, cores));
+        }
+    }
+    groups.sort_by_key(|g| std::cmp::Reverse(g.0));
+    groups.into_iter().enumerate().map(|(id, (_, cores))| Node { id, slots: cores.concat() }).collect()
+}
+
+/// `--cpu-capacity`: "LIST=CAP" items separated by ';' (e.g. "0-3=1024;4-11=512"),
+/// capacities 1..=1024 as the kernel scales them.
+pub fn parse_capacities(spec: &str, nr_cpus: usize) -> Result<BTreeMap<usize, u32>> {
+    let mut out = BTreeMap::new();
+    for item in spec.split(';').map(str::trim).filter(|i| !i.is_empty()) {
+        let (list, cap) = item
+            .split_once('=')
+            .with_context(|| format!("--cpu-capacity {item:?}: expected CPULIST=CAPACITY (e.g. 0-3=1024)"))?;
+        let cap: u32 = cap
+            .trim()
+            .parse()
+            .ok()
+            .filter(|c| (1..=1024).contains(c))
+            .with_context(|| format!("--cpu-capacity {item:?}: capacity {:?}: expected 1..=1024", cap.trim()))?;
+        for n in list.split([',', '-']).map(str::trim) {
+            match n.parse::<usize>() {
+                Ok(c) if c >= nr_cpus => bail!("--cpu-capacity {item:?}: CPU {c} does not exist ({nr_cpus} possible CPUs)"),
+                Ok(_) => {}
+                Err(_) => bail!("--cpu-capacity {item:?}: {n:?} is not a CPU number"),
+            }
+        }
+        let cpus = scx_utils::read_cpulist(list.trim()).with_context(|| format!("--cpu-capacity {item:?}"))?;
+        if cpus.is_empty() {
+            bail!("--cpu-capacity {item:?}: no CPU (a range must go upwards)");
+        }
+        for c in cpus {
+            if out.insert(c, cap).is_some() {
+                bail!("--cpu-capacity: CPU {c} given twice");
+            }
+        }
+    }
+    if out.is_empty() {
+        bail!("--cpu-capacity {spec:?}: no CPU given");
+    }
+    Ok(out)
 }
 
 /// Nodes from `--node-cpus`: CPU lists separated by ';' (e.g. "0-11;12-23").
@@ -76,6 +173,33 @@ mod tests {
         let nodes = parse_nodes("0-3;4,5,6,7", 8).unwrap();
         assert_eq!(nodes.len(), 2);
         assert_eq!(nodes[1].slots, vec![4, 5, 6, 7]);
+    }
+
+    #[test]
+    fn hybrid_llc_splits_by_capacity_fastest_first() {
+        // One LLC: E cores 0-1 and 2-3 (512) listed before P core 4-5 (1024).
+        let llc = vec![(vec![0, 1], 512), (vec![2, 3], 512), (vec![5, 4], 1024)];
+        let nodes = nodes_from(vec![llc.clone()], false);
+        assert_eq!(nodes, vec![Node { id: 0, slots: vec![4, 5] }, Node { id: 1, slots: vec![0, 1, 2, 3] }]);
+        // Asked to mix: one node per LLC, as before.
+        assert_eq!(nodes_from(vec![llc], true), vec![Node { id: 0, slots: vec![0, 1, 2, 3, 4, 5] }]);
+        // Uniform LLCs: one node each, in their order.
+        let two = vec![vec![(vec![0, 1], 1024)], vec![(vec![2, 3], 1024)]];
+        assert_eq!(nodes_from(two, false).iter().map(|n| n.slots.clone()).collect::<Vec<_>>(), vec![vec![0, 1], vec![2, 3]]);
+    }
+
+    #[test]
+    fn parses_capacities() {
+        let c = parse_capacities("2-3=1024; 0,1=512", 4).unwrap();
+        assert_eq!(c.into_iter().collect::<Vec<_>>(), vec![(0, 512), (1, 512), (2, 1024), (3, 1024)]);
+        let err = |s: &str| parse_capacities(s, 4).unwrap_err().to_string();
+        assert!(err("0-1=0").contains("capacity \"0\": expected 1..=1024"), "{}", err("0-1=0"));
+        assert!(err("0-1=2048").contains("expected 1..=1024"));
+        assert!(err("0-9=512").contains("CPU 9 does not exist"));
+        assert!(err("0-1=512;1=256").contains("CPU 1 given twice"));
+        assert!(err("0-1").contains("expected CPULIST=CAPACITY"));
+        assert!(err("x=512").contains("\"x\" is not a CPU number"));
+        assert!(err("").contains("no CPU given"));
     }
 
     #[test]

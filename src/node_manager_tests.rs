@@ -292,3 +292,29 @@ fn online_cpus_outside_every_node_are_no_supply() {
     assert_eq!(got, vec![2, 2, 4]);
     check_invariants(&m);
 }
+
+#[test]
+fn hybrid_objects_start_on_the_fastest_cores_and_never_mix() {
+    // One LLC: E cores {0,1} {2,3} at 512, P cores {4,5} {6,7} at 1024.
+    let llc = vec![(vec![0, 1], 512), (vec![2, 3], 512), (vec![4, 5], 1024), (vec![6, 7], 1024)];
+    let mut m = NodeManager::new(crate::node::nodes_from(vec![llc.clone()], false), 0..8, 3);
+    // A sequential task: its object, representative first, on a P core,
+    // although the E cores come first in id order.
+    m.request(1, Request { level: 1, weight: 1 });
+    assert_eq!(m.object(1).unwrap().cpus, vec![4, 5]);
+    // Level 3 (8 CPUs) would mix: the largest object is the 4 P cores.
+    m.request(1, Request { level: 3, weight: 1 });
+    assert_eq!(m.object(1).unwrap().cpus, vec![4, 5, 6, 7]);
+    // The next task gets the E cores.
+    m.request(2, Request { level: 1, weight: 1 });
+    assert_eq!(m.object(2).unwrap().cpus, vec![0, 1]);
+    for o in m.objects().values() {
+        let fast = o.cpus.iter().filter(|&&c| c >= 4).count();
+        assert!(fast == 0 || fast == o.cpus.len(), "object {:?} mixes P and E cores", o.cpus);
+    }
+    check_invariants(&m);
+    // Asked to mix (--mix-core-types): one node, level 3 takes all eight.
+    let mut m = NodeManager::new(crate::node::nodes_from(vec![llc], true), 0..8, 3);
+    m.request(1, Request { level: 3, weight: 1 });
+    assert_eq!(m.size_of(1), 8);
+}

@@ -51,6 +51,8 @@ pub struct Opts {
     pub tags: Vec<Tag>,
     /// Nodes as CPU lists ("0-11;12-23"); None: one per LLC.
     pub node_cpus: Option<String>,
+    /// Capacities and core-type mixing for the nodes (hybrid CPUs).
+    pub topology: crate::node::TopologyOpts,
     /// Largest object level the node manager builds.
     pub max_level: u32,
     /// Where the status file goes.
@@ -75,6 +77,7 @@ impl Default for Opts {
             watchdog_timeout_ms: 10_000,
             tags: Vec::new(),
             node_cpus: None,
+            topology: Default::default(),
             max_level: bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_LEVEL,
             status_path: crate::status::DEFAULT_PATH.into(),
             control_path: crate::control::DEFAULT_PATH.into(),
@@ -280,7 +283,7 @@ impl<'a> Scheduler<'a> {
         }
         let nodes = match &opts.node_cpus {
             Some(spec) => crate::node::parse_nodes(spec, nr_cpus)?,
-            None => crate::node::from_topology()?,
+            None => crate::node::from_topology(&opts.topology)?,
         };
         info!("nodes: {:?}", nodes.iter().map(|n| &n.slots).collect::<Vec<_>>());
         // Same rule as `scx_chameleon tag`: a level no node can form is refused.
@@ -332,7 +335,7 @@ impl<'a> Scheduler<'a> {
             struct_ops,
             opts: opts.clone(),
             nr_cpus,
-            assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path), opts.node_cpus.is_none())
+            assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path), opts.node_cpus.is_none().then(|| opts.topology.clone()))
                 .without_exit_notice(opts.no_exit_notice),
             extra,
             control,

@@ -19,6 +19,16 @@ struct Cli {
     #[arg(long)]
     node_cpus: Option<String>,
 
+    /// CPU capacities overriding the kernel's, "CPULIST=CAP" items separated by ';'
+    /// (e.g. "0-3=1024;4-11=512"; 1..1024): hybrid CPUs, or testing as one.
+    #[arg(long, value_name = "CPULIST=CAP;...")]
+    cpu_capacity: Option<String>,
+
+    /// Let objects mix cores of different capacities (P and E cores); by default
+    /// an LLC is split into one node per capacity, fastest first.
+    #[arg(long)]
+    mix_core_types: bool,
+
     /// Largest object level the node manager builds (1..3: up to 8 CPUs).
     #[arg(long, default_value_t = 3)]
     max_level: u32,
@@ -261,7 +271,7 @@ fn tag_cmd(cgroup: &str, fields: [(&str, Option<String>); 4], socket: &std::path
         }
     }
     // A level no node can form would never be granted: refuse it now.
-    let largest = chameleon::node::from_topology()?.iter().map(|n| n.slots.len()).max().unwrap_or(0);
+    let largest = chameleon::node::from_topology(&Default::default())?.iter().map(|n| n.slots.len()).max().unwrap_or(0);
     if (1usize << props.level) > largest {
         anyhow::bail!(
             "level {}: needs {} CPUs in one node, the largest node here has {largest} (level at most {})",
@@ -403,6 +413,13 @@ fn run() -> Result<()> {
         watchdog_timeout_ms: cli.watchdog_timeout_ms,
         tags: cli.tags,
         node_cpus: cli.node_cpus,
+        topology: chameleon::node::TopologyOpts {
+            capacity: match &cli.cpu_capacity {
+                Some(spec) => chameleon::node::parse_capacities(spec, *scx_utils::NR_CPU_IDS)?,
+                None => Default::default(),
+            },
+            mix_core_types: cli.mix_core_types,
+        },
         max_level: cli.max_level,
         status_path: cli.status_file,
         control_path: cli.control_socket,

@@ -1,0 +1,73 @@
+#!/bin/sh
+# Hybrid CPUs, with a capacity override standing in for P and E cores: 4
+# CPUs (2 cores x 2 threads), --cpu-capacity makes CPUs 2-3 the fast core
+# (1024) and 0-1 the slow one (512), against id order. Checked:
+#   - a tagged sequential task's object is the fast core, its representative
+#     CPU 2 (status), and the kernel runs the task there (/proc/PID/stat's
+#     processor field, sampled) while CPU 3 idles for it (/proc/stat);
+#   - a level-2 request (4 CPUs) is not granted across the two types: it
+#     gets the fast pair; with --mix-core-types it gets all four;
+#   - bad capacities are refused with the field named.
+. /opt/chameleon/guest/lib.sh
+TEST=hybrid
+
+[ "$(nproc)" = 4 ] || fail "needs 4 CPUs, has $(nproc)"
+make_cgroup seq
+
+# Refused before anything loads.
+for bad in "0-1=0" "0-9=512" "0-1=512;1=256" "fast"; do
+	out=$(scx_chameleon --cpu-capacity "$bad" 2>&1) && fail "--cpu-capacity $bad accepted"
+	echo "$out" | grep -q -- "--cpu-capacity" || fail "--cpu-capacity $bad: unclear error: $out"
+	ok "refused: --cpu-capacity $bad -> $(echo "$out" | tail -n 1)"
+done
+[ "$(state)" = disabled ] || fail "a refused start left sched_ext '$(state)'"
+
+object() {
+	scx_chameleon status | sed -n "s/^pid $1: .*-> \[\(.*\)\]$/\1/p"
+}
+wait_object() {
+	t0=$(now_ms)
+	until [ "$(object $1)" = "$2" ]; do
+		[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "$3: pid $1 has [$(object $1)], want [$2]"
+		usleep 100000
+	done
+}
+
+start_agent --events --cpu-capacity "0-1=512;2-3=1024"
+grep -q "nodes: \[\[2, 3\], \[0, 1\]\]" "$AGENT_LOG" || fail "nodes not split by capacity: $(grep nodes: "$AGENT_LOG")"
+ok "nodes fastest first: $(grep -o 'nodes: .*' "$AGENT_LOG")"
+scx_chameleon tag seq --level 1 >/dev/null || fail "tag seq"
+spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
+a=$!
+wait_object $a "2, 3" "level 1"
+# Where the kernel runs it, and CPU 3's idle share (% of wall).
+on2=0 n=0 i0=$(cpu_jiffies 3 | cut -d' ' -f1) t0=$(now_ms)
+while [ $n -lt 20 ]; do
+	[ "$(awk '{ print $39 }' /proc/$a/stat)" = 2 ] && on2=$(( on2 + 1 ))
+	n=$(( n + 1 ))
+	usleep 100000
+done
+idle3=$(( ($(cpu_jiffies 3 | cut -d' ' -f1) - i0) * 1000 / ($(now_ms) - t0) ))
+ok "level 1: object [2, 3]; the kernel had it on CPU 2 in $on2 of $n samples; CPU 3 idle $idle3 % of wall"
+[ "$on2" -ge 18 ] || fail "the task ran on CPU 2 in only $on2 of $n samples"
+[ "$idle3" -ge 80 ] || fail "CPU 3 idle only $idle3 % while lent"
+
+scx_chameleon tag seq --level 2 >/dev/null || fail "retag seq level 2"
+end_tasks $a
+spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
+a=$!
+wait_object $a "2, 3" "level 2, types apart"
+sleep 1
+[ "$(object $a)" = "2, 3" ] || fail "level 2: object became [$(object $a)]"
+ok "level 2: the fast pair [2, 3], not 4 CPUs across both types"
+end_tasks $a
+stop_agent
+
+start_agent --events --cpu-capacity "0-1=512;2-3=1024" --mix-core-types
+spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
+a=$!
+wait_object $a "0, 1, 2, 3" "level 2, --mix-core-types"
+ok "--mix-core-types: level 2 gets [0, 1, 2, 3]"
+end_tasks $a
+stop_agent
+pass
