@@ -125,6 +125,11 @@ struct cpu_ctx {
 	s32	lend_owed_by;	/* representative + 1 whose bound split gave it to its waiters */
 	u64	released_at;	/* a higher class took it then, 0: ours (preempt.h) */
 	u64	local_seen_at;	/* guard: local queue unserved since (preempt.h) */
+	/* Performance target (cpuperf.bpf.h). */
+	u32	perf_target;	/* last handed to the kernel */
+	u32	perf_set;	/* perf_target is valid */
+	u64	perf_at;	/* start of the use window */
+	u64	perf_busy;	/* busy_ns then */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));
 
 /* Per-CPU state, indexed by CPU id. In .bss so the agent reads it mmapped. */
@@ -316,6 +321,7 @@ static u64 queue_vtime(s32 cpu, u64 vtime)
 #include "hotplug.bpf.h"
 #include "wait_bound.bpf.h"
 #include "exec_object.bpf.h"
+#include "cpuperf.bpf.h"
 #include "preempt.bpf.h"
 
 #include "wake.bpf.h"
@@ -670,8 +676,10 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 
 	drain_offline();
 	/* A lent CPU runs only the kthreads bound to it (processor-proxy work). */
-	if (cpu_borrowed(cpu))
+	if (cpu_borrowed(cpu)) {
+		perf_set(cpu, cpu_ctx(cpu), 0);
 		return dispatch_borrowed(cpu);
+	}
 	if (cpu_parked(cpu))
 		return dispatch_parked(cpu);
 	if (pull_parked(cpu))
@@ -779,6 +787,8 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 			place_vthreads(tctx, &a);
 		grow_partial(tctx, &a, cpu, p->pid);
 		try_fuse(p, tctx, &a, cpu);
+		if (READ_ONCE(reps[CPU_IDX(cpu)].state) == REP_FUSED)
+			perf_set(cpu, cc, SCX_CPUPERF_ONE);
 	}
 }
 
@@ -791,6 +801,8 @@ void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 	s32 pid = p->pid;
 	u64 now;
 
+	if (cpu_valid(cpu))
+		perf_update(cpu, cpu_ctx(cpu), bpf_ktime_get_ns());
 	if (!cpu_valid(cpu) || reps[CPU_IDX(cpu)].owner != pid)
 		return;
 	rc = &reps[CPU_IDX(cpu)];

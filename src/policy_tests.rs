@@ -88,6 +88,7 @@ extern "C" {
     fn host_fuse_size(nr: u32, ok: u32) -> u32;
     fn host_must_split(fused: u64, gran: u64, has: i32, waiter: u64, vr: u64) -> i32;
     fn host_vthread_place(vr: u64, clock: u64) -> u64;
+    fn host_perf_target(busy: u64, span: u64) -> u32;
 }
 
 #[test]
@@ -393,5 +394,19 @@ fn cgroup_weight_scales_and_is_shared_among_the_cgroups_runnable_tasks() {
         // Clamped to the kernel's range: never 0 (a division), never above 10000.
         assert_eq!(host_group_weight(1, 1, 1000), 1);
         assert_eq!(host_group_weight(10000, 10000, 1), 10000);
+    }
+}
+
+#[test]
+fn perf_target_follows_use_with_headroom() {
+    unsafe {
+        // Idle: nothing; half busy: 5/8 of full (a quarter of headroom).
+        assert_eq!(host_perf_target(0, 32 * MS), 0);
+        assert_eq!(host_perf_target(16 * MS, 32 * MS), 640);
+        // 80 % busy or more: full, never beyond.
+        assert_eq!(host_perf_target(26 * MS, 32 * MS), 1024);
+        assert_eq!(host_perf_target(40 * MS, 32 * MS), 1024);
+        // No window (should not happen): full, the kernel's default.
+        assert_eq!(host_perf_target(0, 0), 1024);
     }
 }

@@ -36,6 +36,8 @@ use crate::bpf_intf::chameleon_consts_CHAMELEON_MAX_CPUS as MAX_CPUS;
 pub struct Opts {
     /// Time slice of a task, in microseconds.
     pub slice_us: u64,
+    /// Hand the kernel performance targets (cpuperf.bpf.h).
+    pub cpuperf: bool,
     /// Print every event the policy emits.
     pub print_events: bool,
     /// Print counter totals this often (None: only at exit).
@@ -70,6 +72,7 @@ impl Default for Opts {
     fn default() -> Self {
         Opts {
             slice_us: 5000,
+            cpuperf: true,
             print_events: false,
             stats_interval: None,
             min_gran_us: 1000,
@@ -164,7 +167,9 @@ fn live_status(skel: &BpfSkel, nr_cpus: usize, parked: Vec<usize>, module: Optio
             } else {
                 ("idle", -1)
             };
-            crate::status::CpuStatus { cpu: c, online: bss.cpu_ctxs[c].online != 0, role: role.into(), with }
+            let cc = &bss.cpu_ctxs[c];
+            let perf = (cc.perf_set != 0).then_some(cc.perf_target);
+            crate::status::CpuStatus { cpu: c, online: cc.online != 0, role: role.into(), with, perf }
         })
         .collect();
     crate::status::Live { cpus, counters: Some(totals(skel, nr_cpus)), parked, module, ..Default::default() }
@@ -266,6 +271,7 @@ impl<'a> Scheduler<'a> {
         let mut skel = scx_ops_open!(builder, open_object, chameleon_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)?;
         let rodata = skel.maps.rodata_data.as_mut().context("no .rodata in BPF object")?;
         rodata.slice_ns = opts.slice_us * 1000;
+        rodata.cpuperf_on = opts.cpuperf;
         rodata.nr_cpus = nr_cpus as u32;
         rodata.agent_tgid = std::process::id() as i32;
         rodata.min_gran_ns = opts.min_gran_us * 1000;

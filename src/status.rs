@@ -28,6 +28,9 @@ pub struct CpuStatus {
     pub role: String,
     /// rep: the fused task; borrowed: the representative CPU lending it.
     pub with: i64,
+    /// The performance target last handed to the kernel (0..=1024), if any.
+    #[serde(default)]
+    pub perf: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

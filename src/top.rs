@@ -498,7 +498,7 @@ mod tests {
     }
 
     fn fused_model() -> Model {
-        let cpu = |cpu, role: &str, with| CpuStatus { cpu, online: true, role: role.into(), with };
+        let cpu = |cpu, role: &str, with| CpuStatus { cpu, online: true, role: role.into(), with, perf: None };
         let mut m = Model {
             connected: true,
             status: Some(Snapshot {

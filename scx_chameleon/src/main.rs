@@ -45,6 +45,12 @@ struct Cli {
     #[arg(long, default_value_t = 5000)]
     slice_us: u64,
 
+    /// Leave every CPU's performance target at the kernel's default (full)
+    /// instead of full on a fused representative, none on its lent CPUs and
+    /// the recent use elsewhere.
+    #[arg(long)]
+    no_cpuperf: bool,
+
     /// Print every event the scheduler emits (CPU hotplug, tasks joining/leaving).
     #[arg(long)]
     events: bool,
@@ -406,6 +412,7 @@ fn run() -> Result<()> {
     }
     let opts = Opts {
         slice_us: cli.slice_us,
+        cpuperf: !cli.no_cpuperf,
         print_events: cli.events,
         stats_interval: (cli.stats > 0.0).then(|| Duration::from_secs_f64(cli.stats)),
         min_gran_us: cli.min_granularity_us,

@@ -9,6 +9,7 @@
 #include "tax.h"
 #include "exec_object.h"
 #include "preempt.h"
+#include "cpuperf.h"
 
 int host_vtime_before(u64 a, u64 b) { return chameleon_vtime_before(a, b); }
 u64 host_vtime_charge(u64 delta, u64 weight) { return chameleon_vtime_charge(delta, weight); }
@@ -35,3 +36,4 @@ u64 host_local_linger(int lingers, u64 seen, u64 now, u64 hold, int *reenq)
 {
 	return chameleon_local_linger(lingers, seen, now, hold, reenq);
 }
+u32 host_perf_target(u64 busy, u64 span) { return chameleon_perf_target(busy, span); }

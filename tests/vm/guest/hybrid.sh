@@ -7,6 +7,8 @@
 #     processor field, sampled) while CPU 3 idles for it (/proc/stat);
 #   - a level-2 request (4 CPUs) is not granted across the two types: it
 #     gets the fast pair; with --mix-core-types it gets all four;
+#   - while fused, the representative's performance target is full and the
+#     lent CPU's none (scx_bpf_cpuperf_set);
 #   - bad capacities are refused with the field named.
 . /opt/chameleon/guest/lib.sh
 TEST=hybrid
@@ -51,6 +53,16 @@ idle3=$(( ($(cpu_jiffies 3 | cut -d' ' -f1) - i0) * 1000 / ($(now_ms) - t0) ))
 ok "level 1: object [2, 3]; the kernel had it on CPU 2 in $on2 of $n samples; CPU 3 idle $idle3 % of wall"
 [ "$on2" -ge 18 ] || fail "the task ran on CPU 2 in only $on2 of $n samples"
 [ "$idle3" -ge 80 ] || fail "CPU 3 idle only $idle3 % while lent"
+# Performance targets handed to the kernel (scx_bpf_cpuperf_set; the guest
+# has no cpufreq driver to act on them, so the policy's record is read):
+# full on the fused representative, none on the CPU lent to it.
+perf() {
+	scx_chameleon status --json | tr ',' '\n' | grep -E '"cpu"|"perf"' | paste - - |
+		sed -n "s/.*\"cpu\": *$1[^0-9].*\"perf\": *\([0-9null]*\).*/\1/p"
+}
+p2=$(perf 2) p3=$(perf 3)
+ok "performance targets: CPU 2 (representative) $p2, CPU 3 (lent) $p3 of 1024"
+[ "$p2" = 1024 ] && [ "$p3" = 0 ] || fail "targets $p2 / $p3, want 1024 / 0"
 
 scx_chameleon tag seq --level 2 >/dev/null || fail "retag seq level 2"
 end_tasks $a
