@@ -97,7 +97,7 @@ struct rep_ctx {
 	s32	owner;			/* pid of the fused task */
 	u32	seq;			/* of the decision (fuse or split) in flight */
 	u32	pending_kind;		/* event to emit when pending drains */
-	u32	hold;			/* CHAMELEON_ASSIGN_HOLD: no vtime splits (uni) */
+	u32	flags;			/* enum chameleon_assign_flags of the object */
 	u64	pending;		/* seq << 32 | positions not yet idle / back */
 	u32	generation;		/* of the assignment it was fused from */
 	u32	tax;			/* hundredths, refreshed from the assignment */
@@ -531,10 +531,13 @@ static void split(s32 rep, u32 reason)
 
 		__sync_bool_compare_and_swap(&cc->borrowed_by, rep + 1, 0);
 		cc->lend_wait_since = 0;
-		proxy_reclaim(c);
+		if (!(rc->flags & CHAMELEON_ASSIGN_KWORK))
+			proxy_reclaim(c);
 		if (cc->online)
 			pending |= 1U << i;
 	}
+	if (rc->flags & CHAMELEON_ASSIGN_KWORK)
+		proxy_reclaim(rep);
 	proxy_speed(rep, 0);
 	/* Kicks only queue IPIs; the cost is the decision itself. */
 	rc->decision_cost = bpf_ktime_get_ns() - t0;
@@ -667,7 +670,7 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	rc->nr_requested = nr;
 	rc->generation = a->generation;
 	rc->tax = a->tax;
-	rc->hold = a->flags & CHAMELEON_ASSIGN_HOLD;
+	rc->flags = a->flags;
 	rc->owner = p->pid;
 	rc->owner_cgid = task_cgroup_id(p);
 	rc->fused_at = t0;
@@ -694,8 +697,13 @@ static void try_fuse(struct task_struct *p, struct task_ctx *tctx,
 	rc->decision_cost = bpf_ktime_get_ns() - t0;
 	rc->state = REP_FUSED;
 	publish_pending(cpu, rc, pending, SCX_KICK_PREEMPT, seq);
-	for_each_lent(i, c, a->cpus, size)
-		proxy_lend(c, cpu);
+	if (a->flags & CHAMELEON_ASSIGN_KWORK) {
+		/* The sibling takes the IRQs: the representative is what is "lent". */
+		proxy_lend(cpu, a->cpus[1]);
+	} else {
+		for_each_lent(i, c, a->cpus, size)
+			proxy_lend(c, cpu);
+	}
 	proxy_speed(cpu, size);
 	if (st) {
 		if (size < nr)
@@ -804,7 +812,7 @@ static void waiter_on_lent(s32 cpu, struct task_struct *waiter)
 		split(rep, CHAMELEON_SPLIT_EXIT);
 		return;
 	}
-	octx = rc->hold ? NULL : bpf_task_storage_get(&task_ctxs, owner, 0, 0);
+	octx = rc->flags & CHAMELEON_ASSIGN_HOLD ? NULL : bpf_task_storage_get(&task_ctxs, owner, 0, 0);
 	if (octx && chameleon_must_split(now - rc->fused_at, min_gran_ns, true,
 					 waiter->scx.dsq_vtime,
 					 octx->vruntimes[pos & (CHAMELEON_OBJ_MAX_CPUS - 1)]))
@@ -813,16 +821,40 @@ static void waiter_on_lent(s32 cpu, struct task_struct *waiter)
 }
 
 /*
+ * The kernel-work sibling of @cpu's object (SMT class kwork, intf.h) if
+ * @cpu is its fused representative, else -1.
+ */
+static s32 kwork_sibling(s32 cpu)
+{
+	struct rep_ctx *rc = &reps[CPU_IDX(cpu)];
+
+	if (READ_ONCE(rc->state) != REP_FUSED || !(rc->flags & CHAMELEON_ASSIGN_KWORK) ||
+	    rc->nr_cpus < 2)
+		return -1;
+	return rc->cpus[1];
+}
+
+/* Is @cpu lent as an object's kernel-work context? */
+static bool kwork_lent(s32 cpu)
+{
+	s32 rep = READ_ONCE(cpu_ctx(cpu)->borrowed_by) - 1;
+
+	return cpu_valid(rep) && (reps[CPU_IDX(rep)].flags & CHAMELEON_ASSIGN_KWORK);
+}
+
+/*
  * A borrowed CPU dispatches: only per-CPU kthreads bound to it run (work a
- * processor proxy would take over); everything else waits or is stolen.
+ * processor proxy would take over), and any kthread on a kernel-work
+ * context; everything else waits or is stolen.
  */
 static bool dispatch_borrowed(s32 cpu)
 {
 	struct chameleon_cpu_stats *st = stats_here();
+	bool kwork = kwork_lent(cpu);
 	struct task_struct *p;
 
 	bpf_for_each(scx_dsq, p, cpu, 0) {
-		if (!is_pcpu_kthread(p))
+		if (!is_pcpu_kthread(p) && !(kwork && (p->flags & PF_KTHREAD)))
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
 			if (st)

@@ -135,12 +135,15 @@ static inline u64 chameleon_vthread_place(u64 vruntime, u64 cpu_clock)
 /*
  * The object level a tag asks for, given its SMT class: `smt` tasks share
  * their core and never fuse; `uni` ones want at least their SMT pair
- * (Chameleon §5.5 treats a core as a fused object of its two threads).
+ * (Chameleon §5.5 treats a core as a fused object of its two threads);
+ * `kwork` ones their SMT pair exactly (one sibling for kernel work).
  */
 static inline u32 chameleon_tag_object_level(u32 level, u32 smt)
 {
 	if (smt == CHAMELEON_SMT_SMT)
 		return 0;
+	if (smt == CHAMELEON_SMT_KWORK)
+		return 1;
 	if (smt == CHAMELEON_SMT_UNI && level < 1)
 		return 1;
 	return level;

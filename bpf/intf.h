@@ -44,6 +44,7 @@ enum chameleon_smt {
 	CHAMELEON_SMT_ANY	= 0,	/* follow the level */
 	CHAMELEON_SMT_UNI	= 1,	/* run with the sibling idle: at least an SMT pair */
 	CHAMELEON_SMT_SMT	= 2,	/* share the core: never fuse */
+	CHAMELEON_SMT_KWORK	= 3,	/* its core: user work here, kernel work on the sibling */
 };
 
 /*
@@ -76,6 +77,14 @@ struct chameleon_cg_weight {
  */
 enum chameleon_assign_flags {
 	CHAMELEON_ASSIGN_HOLD		= 1,
+	/*
+	 * SMT class `kwork` (the bi-modal SMT scheduler's AMP mode): the lent
+	 * sibling is the kernel-work context. Device IRQs leave the
+	 * representative for it (through the module, where loaded) and
+	 * kthreads queued on the representative go there, while the task's
+	 * user work keeps the representative.
+	 */
+	CHAMELEON_ASSIGN_KWORK		= 2,
 };
 
 /*

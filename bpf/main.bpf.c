@@ -446,7 +446,7 @@ static bool owner_next(s32 cpu, u64 vtime)
 
 void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	s32 cpu = scx_bpf_task_cpu(p), rep, idle;
+	s32 cpu = scx_bpf_task_cpu(p), rep, idle, kw;
 	struct task_ctx *tctx = task_ctx(p);
 	struct chameleon_cpu_stats *st = stats_here();
 	struct cpu_ctx *cc;
@@ -472,8 +472,13 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	if (rep >= 0) {
 		here = cpu == rep;
 		cpu = rep;
+	} else if ((p->flags & PF_KTHREAD) && task_movable(p) && (kw = kwork_sibling(cpu)) >= 0 &&
+		   bpf_cpumask_test_cpu(kw, p->cpus_ptr)) {
+		/* Kernel work off a kwork representative, to its sibling. */
+		here = false;
+		cpu = kw;
 	} else if (task_movable(p) && (cpu_parked(cpu) ||
-		   (cpu_borrowed(cpu) && (p->flags & PF_KTHREAD)) ||
+		   (cpu_borrowed(cpu) && (p->flags & PF_KTHREAD) && !kwork_lent(cpu)) ||
 		   held_from(cpu, p))) {
 		/*
 		 * Off a parked CPU; a kthread off a lent one, where it would
@@ -594,7 +599,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		 * Anyone else starts the lending bound and may split the object
 		 * now if its vtime is due, or be stolen.
 		 */
-		if (is_pcpu_kthread(p))
+		if (is_pcpu_kthread(p) || ((p->flags & PF_KTHREAD) && kwork_lent(cpu)))
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		else
 			waiter_on_lent(cpu, p);
@@ -821,10 +826,10 @@ void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 	}
 	/* A retag may change the tax or the class alone: from now on. */
 	rc->tax = a->tax;
-	rc->hold = a->flags & CHAMELEON_ASSIGN_HOLD;
+	rc->flags = a->flags;
 	if (lend_due(cpu, rc, now, lend_wait_ns + 2 * CHAMELEON_GUARD_NS))
 		split(cpu, CHAMELEON_SPLIT_BOUND);
-	else if (!rc->hold && waiter_due(rc, tctx, now))
+	else if (!(rc->flags & CHAMELEON_ASSIGN_HOLD) && waiter_due(rc, tctx, now))
 		split(cpu, CHAMELEON_SPLIT_TICK);
 }
 

@@ -6,6 +6,22 @@
  */
 
 /*
+ * Is the head of @victim's queue the owner of the object fused there? Taken
+ * elsewhere it would end its object (split `migrate`: a spinner with its
+ * core, stolen by an idle CPU after a kthread's turn, every few seconds).
+ */
+static bool owner_heads(s32 victim)
+{
+	struct rep_ctx *rc = &reps[CPU_IDX(victim)];
+	struct task_struct *head;
+
+	if (READ_ONCE(rc->state) != REP_FUSED)
+		return false;
+	head = __COMPAT_scx_bpf_dsq_peek(victim);
+	return head && head->pid == READ_ONCE(rc->owner);
+}
+
+/*
  * Steal the head of another CPU's queue: the SMT siblings first, then a
  * window of CHAMELEON_STEAL_SCAN - siblings other CPUs in topology order from
  * a rotating start (steal_orders). Bounded per dispatch, and every queue,
@@ -30,7 +46,7 @@ static bool steal(s32 cpu, struct cpu_ctx *cc)
 		victim = o->cpus[k & (CHAMELEON_MAX_CPUS - 1)];
 		/* Not from a CPU a kthread holds for a moment (preempt.h). */
 		if (!cpu_valid(victim) || victim == cpu ||
-		    !scx_bpf_dsq_nr_queued(victim) || kthread_holds(victim))
+		    !scx_bpf_dsq_nr_queued(victim) || kthread_holds(victim) || owner_heads(victim))
 			continue;
 		if (scx_bpf_dsq_move_to_local(victim, 0)) {
 			cpu_stats[CPU_IDX(cpu)].nr_stolen++;
@@ -70,7 +86,8 @@ static bool balance_pull(s32 cpu, struct cpu_ctx *cc, u64 mine)
 	victim = o->cpus[cpu_idx(k)];
 	if (!cpu_valid(victim) || victim == cpu || cpu_borrowed(victim))
 		return false;
-	if (scx_bpf_dsq_nr_queued(victim) <= mine + 2 || kthread_holds(victim))
+	if (scx_bpf_dsq_nr_queued(victim) <= mine + 2 || kthread_holds(victim) ||
+	    owner_heads(victim))
 		return false;
 	if (!scx_bpf_dsq_move_to_local(victim, 0))
 		return false;

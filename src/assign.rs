@@ -159,6 +159,11 @@ impl Assigner {
             // uni: the core stays its owner's while it runs (see intf.h).
             flags: match props.map(|p| p.smt) {
                 Some(crate::tag::Smt::Uni) => bpf_intf::chameleon_assign_flags_CHAMELEON_ASSIGN_HOLD,
+                // kwork: held as well, its sibling the kernel-work context.
+                Some(crate::tag::Smt::Kwork) => {
+                    bpf_intf::chameleon_assign_flags_CHAMELEON_ASSIGN_HOLD
+                        | bpf_intf::chameleon_assign_flags_CHAMELEON_ASSIGN_KWORK
+                }
                 _ => 0,
             },
             cpus: [-1; bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_CPUS as usize],

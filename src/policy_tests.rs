@@ -184,6 +184,8 @@ fn smt_class_decides_the_object_level() {
     unsafe {
         assert_eq!(host_tag_object_level(2, chameleon_smt_CHAMELEON_SMT_ANY), 2);
         assert_eq!(host_tag_object_level(2, chameleon_smt_CHAMELEON_SMT_SMT), 0, "shares its core");
+        assert_eq!(host_tag_object_level(0, chameleon_smt_CHAMELEON_SMT_KWORK), 1, "kwork: its SMT pair");
+        assert_eq!(host_tag_object_level(3, chameleon_smt_CHAMELEON_SMT_KWORK), 1, "one sibling for kernel work");
         assert_eq!(host_tag_object_level(0, chameleon_smt_CHAMELEON_SMT_UNI), 1, "at least its SMT pair");
         assert_eq!(host_tag_object_level(3, chameleon_smt_CHAMELEON_SMT_UNI), 3);
     }

@@ -15,6 +15,8 @@ pub const TAX_ONE: u32 = 100;
 
 /// SMT class (bi-modal SMT scheduler): `uni` runs with its sibling idle (an
 /// SMT pair object, Chameleon §5.5), `smt` shares its core (never fuses),
+/// `kwork` keeps its core's user work on one thread and its kernel work
+/// (device IRQs, kthreads) on the other (the bi-modal paper's AMP mode),
 /// `any` follows the level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Smt {
@@ -22,6 +24,7 @@ pub enum Smt {
     Any,
     Uni,
     Smt,
+    Kwork,
 }
 
 impl Smt {
@@ -29,8 +32,9 @@ impl Smt {
         match s {
             "any" => Ok(Smt::Any),
             "uni" => Ok(Smt::Uni),
+            "kwork" => Ok(Smt::Kwork),
             "smt" => Ok(Smt::Smt),
-            _ => bail!("smt {s:?}: expected uni, smt or any"),
+            _ => bail!("smt {s:?}: expected uni, smt, kwork or any"),
         }
     }
 
@@ -39,6 +43,7 @@ impl Smt {
         match self {
             Smt::Any => crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_ANY,
             Smt::Uni => crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_UNI,
+            Smt::Kwork => crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_KWORK,
             Smt::Smt => crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_SMT,
         }
     }
@@ -47,6 +52,7 @@ impl Smt {
         match self {
             Smt::Any => "any",
             Smt::Uni => "uni",
+            Smt::Kwork => "kwork",
             Smt::Smt => "smt",
         }
     }
@@ -81,6 +87,7 @@ impl Props {
         let smt = match t.smt {
             crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_ANY => Smt::Any,
             crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_UNI => Smt::Uni,
+            crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_KWORK => Smt::Kwork,
             crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_SMT => Smt::Smt,
             other => bail!("smt {other}: not a known SMT class"),
         };
@@ -278,7 +285,7 @@ mod tests {
         assert!(err(parse_props("tax:NaN")).contains("tax \"NaN\": expected a number from 0.01 to 100"));
         assert!(err(parse_props("tax:inf")).contains("tax \"inf\""));
         assert!(err(parse_props("tax:200")).contains("tax \"200\""));
-        assert!(err(parse_props("smt:half")).contains("smt \"half\": expected uni, smt or any"));
+        assert!(err(parse_props("smt:half")).contains("smt \"half\": expected uni, smt, kwork or any"));
         assert!(err(parse_props("speed:9")).contains("unknown property \"speed\""));
     }
 

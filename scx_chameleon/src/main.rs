@@ -119,7 +119,8 @@ enum Cmd {
         /// 0.01..100: cost of borrowed time (default 1).
         #[arg(long)]
         tax: Option<String>,
-        /// uni (sibling idle), smt (share the core, never fuse) or any (default).
+        /// uni (sibling idle), smt (share the core, never fuse), kwork (user work here,
+        /// kernel work on the sibling) or any (default).
         #[arg(long)]
         smt: Option<String>,
     },

@@ -43,7 +43,7 @@ bad 'tax "NaN": expected a number from 0.01 to 100' scx_chameleon tag seq --tax 
 bad 'tax "inf"' scx_chameleon tag seq --tax inf
 bad 'tax "200"' scx_chameleon tag seq --tax 200
 bad 'tax "abc"' scx_chameleon tag seq --tax abc
-bad 'smt "half": expected uni, smt or any' scx_chameleon tag seq --smt half
+bad 'smt "half": expected uni, smt, kwork or any' scx_chameleon tag seq --smt half
 bad 'cgroup /sys/fs/cgroup/nope: no such cgroup' scx_chameleon tag nope --level 1
 bad 'not on a cgroup v2 mount' scx_chameleon tag /tmp --level 1
 bad 'needs root' runas 65534 scx_chameleon tag seq --level 2
