@@ -56,12 +56,7 @@ enum chameleon_smt {
 struct chameleon_tag {
 	u32	level;		/* 1..CHAMELEON_OBJ_MAX_LEVEL: object of 2^level CPUs */
 	u32	weight;		/* 1..10000: claim on contended fast contexts; 0: cpu.weight's */
-	/*
-	 * Hundredths, 1..10000 (0.01 .. 100); 0: auto, each task's tax set by
-	 * the agent from its measured speed-up. The policy never reads it:
-	 * it charges the assignment's tax, which is always 1..10000.
-	 */
-	u32	tax;
+	u32	tax;		/* hundredths, 1..10000 (0.01 .. 100) */
 	u32	smt;		/* enum chameleon_smt */
 };
 
@@ -101,7 +96,7 @@ enum chameleon_assign_flags {
 struct chameleon_assignment {
 	u32	nr_cpus;	/* 2, 4 or 8 */
 	u32	generation;	/* changes whenever the CPUs change */
-	u32	tax;		/* hundredths, 1..10000 (an auto tag's: the agent's choice) */
+	u32	tax;		/* hundredths */
 	u32	flags;		/* enum chameleon_assign_flags */
 	s32	cpus[CHAMELEON_OBJ_MAX_CPUS];
 };

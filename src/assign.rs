@@ -5,17 +5,16 @@
 //! untagged load), so a lost event cannot leave CPUs stranded. Data flows one
 //! way: tag -> map -> BPF -> event -> here -> map.
 
-use crate::auto_tax::{Controller, Decision, Phase};
 use crate::bpf_intf;
 use crate::event::{Event, Kind};
 use crate::node_manager::{Change, NodeManager, Object, Request};
 use crate::scheduler::as_bytes;
 use crate::status::{Live, Status};
-use crate::tag::{tax_text, Props};
+use crate::tag::Props;
 use libbpf_rs::{MapCore, MapFlags};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
-use tracing::{debug, warn};
+use tracing::warn;
 
 pub const RECONCILE_EVERY: Duration = Duration::from_secs(1);
 /// A tagged task asleep this long gives its object up until it wakes: CPUs
@@ -23,25 +22,6 @@ pub const RECONCILE_EVERY: Duration = Duration::from_secs(1);
 pub const SLEEP_RELEASE: Duration = Duration::from_millis(100);
 /// Reconciles in a row a new untagged load must be seen before it counts.
 const UNTAGGED_STEADY: u32 = 3;
-const AUTO_EVERY: Duration = Duration::from_millis(crate::auto_tax::INTERVAL_MS);
-
-/// A tagged task whose tag says `tax=auto`: its controller, where its
-/// progress comes from, and what is published for it now.
-struct AutoTask {
-    ctl: Controller,
-    probe: crate::progress::Probe,
-    now: Decision,
-    /// The tax last printed.
-    shown: Option<u32>,
-}
-
-impl AutoTask {
-    fn new(pid: i32) -> Self {
-        let ctl = Controller::new();
-        let now = Decision { tax: ctl.tax(), withdraw: false };
-        AutoTask { ctl, probe: crate::progress::Probe::new(pid), now, shown: None }
-    }
-}
 
 pub struct Assigner {
     manager: NodeManager,
@@ -69,9 +49,6 @@ pub struct Assigner {
     /// Task-exit events are ignored (bench: Chameleon Fig. 6, "3*"); a gone
     /// task is then found by the sleeper release or the reconcile.
     ignore_exits: bool,
-    /// Requesters whose tax is automatic (auto_tax.rs), by pid.
-    auto: HashMap<i32, AutoTask>,
-    last_auto: Instant,
 }
 
 /// Nanoseconds on the clock bpf_ktime_get_ns() uses, to time decisions
@@ -164,8 +141,6 @@ impl Assigner {
             reread_topology,
             parked: Default::default(),
             ignore_exits: false,
-            auto: HashMap::new(),
-            last_auto: Instant::now(),
         }
     }
 
@@ -175,24 +150,14 @@ impl Assigner {
         self
     }
 
-    /// The tax a task pays now: its tag's, or its controller's (always
-    /// 1..=10000: an auto tag's 0 never reaches BPF).
-    fn tax_of(&self, pid: i32) -> u32 {
-        match (self.auto.get(&pid), self.requesters.get(&pid)) {
-            (Some(a), _) => a.now.tax,
-            (None, Some((p, _, _))) if !p.auto_tax() => p.tax,
-            _ => crate::tag::TAX_ONE,
-        }
-    }
-
     /// The BPF value for a task's object.
-    fn value(&self, pid: i32, obj: &Object) -> bpf_intf::chameleon_assignment {
+    fn value(obj: &Object, props: Option<&Props>) -> bpf_intf::chameleon_assignment {
         let mut a = bpf_intf::chameleon_assignment {
             nr_cpus: obj.cpus.len() as u32,
             generation: obj.gen,
-            tax: self.tax_of(pid),
+            tax: props.map_or(100, |p| p.tax),
             // uni: the core stays its owner's while it runs (see intf.h).
-            flags: match self.requesters.get(&pid).map(|(p, _, _)| p.smt) {
+            flags: match props.map(|p| p.smt) {
                 Some(crate::tag::Smt::Uni) => bpf_intf::chameleon_assign_flags_CHAMELEON_ASSIGN_HOLD,
                 // kwork: held as well, its sibling the kernel-work context.
                 Some(crate::tag::Smt::Kwork) => {
@@ -220,7 +185,7 @@ impl Assigner {
             let key = ch.pid.to_ne_bytes();
             match &ch.object {
                 Some(o) => {
-                    let value = self.value(ch.pid, o);
+                    let value = Self::value(o, self.requesters.get(&ch.pid).map(|(p, _, _)| p));
                     crate::out!(
                         "assign pid={} cpus={:?} gen={} tax={}.{:02} ts_ns={}",
                         ch.pid,
@@ -230,11 +195,6 @@ impl Assigner {
                         value.tax % 100,
                         monotonic_ns()
                     );
-                    // Withdrawn for a native sample (auto tax): published
-                    // when that ends, from the manager's object then.
-                    if self.auto.get(&ch.pid).is_some_and(|a| a.now.withdraw) {
-                        continue;
-                    }
                     if let Err(e) = map.update(&key, as_bytes(&value), MapFlags::ANY) {
                         warn!("publishing the object of pid {}: {e}", ch.pid);
                     }
@@ -287,13 +247,6 @@ impl Assigner {
             Kind::Demand => match self.tag_of(ev.cgroup_id, tags) {
                 Some(props) if ev.level > 0 => {
                     let old = self.requesters.insert(ev.pid, (props, ev.level, ev.cgroup_id));
-                    if props.auto_tax() {
-                        self.auto.entry(ev.pid).or_insert_with(|| AutoTask::new(ev.pid));
-                    } else {
-                        // Retagged to a fixed tax: published below with it
-                        // (and no longer withdrawn).
-                        self.auto.remove(&ev.pid);
-                    }
                     let weight = Self::claim_of(&props, ev.cgroup_id, cg_weights);
                     let mut changes = self.manager.request(ev.pid, Request { level: ev.level, weight });
                     // Same CPUs but a new tax: BPF still needs the new value.
@@ -344,7 +297,6 @@ impl Assigner {
     fn withdraw(&mut self, pid: i32) -> Vec<Change> {
         self.asleep.remove(&pid);
         self.dormant.remove(&pid);
-        self.auto.remove(&pid);
         if self.requesters.remove(&pid).is_none() {
             return Vec::new();
         }
@@ -389,10 +341,9 @@ impl Assigner {
     }
 
     /// Called from the agent's loop with the runnable untagged tasks now
-    /// (untagged_runnable): sample the load; run the automatic taxes
-    /// (`task_ctxs`: BPF's task contexts, for fused time); once a second drop
-    /// requesters that are gone and keep CPUs native for the untagged load.
-    pub fn tick(&mut self, map: &dyn MapCore, task_ctxs: &dyn MapCore, untagged_now: usize) {
+    /// (untagged_runnable): sample the load; once a second drop requesters
+    /// that are gone and keep CPUs native for the untagged load.
+    pub fn tick(&mut self, map: &dyn MapCore, untagged_now: usize) {
         self.running_samples.push(untagged_now);
         let sleepers: Vec<i32> = self
             .asleep
@@ -405,7 +356,6 @@ impl Assigner {
             let changes = self.manager.release(pid);
             self.publish(map, changes, None);
         }
-        self.auto_tick(map, task_ctxs);
         if self.last_reconcile.elapsed() < RECONCILE_EVERY {
             return;
         }
@@ -420,7 +370,6 @@ impl Assigner {
             self.requesters.remove(pid);
             self.asleep.remove(pid);
             self.dormant.remove(pid);
-            self.auto.remove(pid);
         }
         let mut changes = self.manager.reconcile(|pid| !gone.contains(&pid));
         // A cpu_online/cpu_offline event lost (ring buffer full) would leave
@@ -444,70 +393,6 @@ impl Assigner {
         self.dirty = true;
     }
 
-    /// Each auto-tax task's controller, once per interval (auto_tax.rs):
-    /// sample it, and publish what it decides through its assignment like
-    /// any tax, or withdraw the assignment for a native exploration (the
-    /// node manager keeps the object: it comes back as it was, and a
-    /// rebalance meanwhile is published when it does).
-    fn auto_tick(&mut self, map: &dyn MapCore, task_ctxs: &dyn MapCore) {
-        if self.auto.is_empty() || self.last_auto.elapsed() < AUTO_EVERY {
-            return;
-        }
-        self.last_auto = Instant::now();
-        let pids: Vec<i32> = self.auto.keys().copied().collect();
-        for pid in pids {
-            let fused = crate::progress::fused_ns(task_ctxs, pid);
-            let Some(at) = self.auto.get_mut(&pid) else { continue };
-            let (sample, changed) = at.probe.sample(monotonic_ns(), fused);
-            if changed {
-                at.ctl.reset_samples();
-                crate::out!("autotax pid={pid} source={}", at.probe.source().name());
-            }
-            if let Some(s) = sample {
-                debug!(
-                    "autotax pid={pid} sample wall_us={} cpu_us={} fused_us={} progress={} phase={:?}",
-                    s.wall_ns / 1000,
-                    s.cpu_ns / 1000,
-                    s.fused_ns / 1000,
-                    s.progress,
-                    at.ctl.phase()
-                );
-            }
-            let was = at.now;
-            at.now = at.ctl.step(sample);
-            let now = at.now;
-            match at.ctl.phase() {
-                Phase::ExploreNative if !was.withdraw => crate::out!("autotax pid={pid} explore=native"),
-                Phase::ExploreFused if was.tax != now.tax => crate::out!("autotax pid={pid} explore=fused"),
-                _ => {}
-            }
-            let tax = at.ctl.tax();
-            if at.shown != Some(tax) {
-                at.shown = Some(tax);
-                let speedup = at.ctl.speedup().map_or("-".into(), |s| format!("{s:.2}"));
-                crate::out!("autotax pid={pid} speedup={speedup} tax={}", tax_text(tax));
-                self.dirty = true;
-            }
-            if now == was {
-                continue;
-            }
-            let Some(o) = self.manager.object(pid) else { continue };
-            let key = pid.to_ne_bytes();
-            let r = if now.withdraw {
-                // BPF splits a fused object at its next tick (RETAG).
-                map.delete(&key)
-            } else {
-                // Back with the same generation: its virtual threads keep
-                // their places, behind by one exploration's time at most,
-                // which its next fused run repays at its tax.
-                map.update(&key, as_bytes(&self.value(pid, o)), MapFlags::ANY)
-            };
-            if let Err(e) = r {
-                warn!("auto tax of pid {pid}: {e}");
-            }
-        }
-    }
-
     /// Some tagged task is known: the untagged load is sampled and
     /// sleepers are aged at the busy pace.
     pub fn busy(&self) -> bool {
@@ -524,27 +409,6 @@ impl Assigner {
         live.tags = self.tags.iter().map(|(&id, p)| (id, p.encode())).collect();
         live.tags.sort();
         live.owners = self.requesters.iter().map(|(&pid, &(_, _, cg))| (pid, cg)).collect();
-        live.auto_tax = self
-            .auto
-            .iter()
-            .map(|(&pid, a)| {
-                let (fused_samples, native_samples) = a.ctl.samples();
-                crate::status::AutoTaxStatus {
-                    pid,
-                    tax: a.ctl.tax(),
-                    speedup: a.ctl.speedup().filter(|s| s.is_finite()),
-                    source: a.probe.source().name().into(),
-                    fused_samples,
-                    native_samples,
-                    exploring: match a.ctl.phase() {
-                        Phase::Normal => None,
-                        Phase::ExploreNative => Some("native".into()),
-                        Phase::ExploreFused => Some("fused".into()),
-                    },
-                }
-            })
-            .collect();
-        live.auto_tax.sort_by_key(|a| a.pid);
         self.status.write(&self.manager, &live);
     }
 }

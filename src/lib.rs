@@ -14,7 +14,6 @@ macro_rules! out {
 }
 
 pub mod assign;
-pub mod auto_tax;
 pub mod bpf_intf;
 #[allow(clippy::all)]
 pub mod bpf_skel;
@@ -24,7 +23,6 @@ pub mod metrics;
 pub mod node;
 pub mod node_manager;
 pub mod park;
-pub mod progress;
 pub mod proxy;
 pub mod scheduler;
 pub mod steal;

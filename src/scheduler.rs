@@ -451,7 +451,7 @@ impl<'a> Scheduler<'a> {
                 let untagged = self.skel.maps.bss_data.as_ref().map_or(0, |b| {
                     crate::assign::untagged_runnable(b.cpu_stats[..self.nr_cpus].iter().map(|c| c.nr_untagged))
                 });
-                assign.tick(assignments, &self.skel.maps.task_ctxs, untagged);
+                assign.tick(assignments, untagged);
             }
             let force = last_status.elapsed() >= Duration::from_secs(1);
             if force {

@@ -45,24 +45,6 @@ pub struct Live {
     pub parked: Vec<usize>,
     /// The companion module's view, if it is loaded.
     pub module: Option<ModuleStatus>,
-    /// Tasks whose tax is automatic.
-    pub auto_tax: Vec<AutoTaxStatus>,
-}
-
-/// A `tax=auto` task's controller (auto_tax.rs), as `status` shows it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct AutoTaxStatus {
-    pub pid: i32,
-    /// Hundredths: what it pays outside explorations.
-    pub tax: u32,
-    /// Progress rate fused / native, once measured.
-    pub speedup: Option<f64>,
-    /// Where its progress comes from: file, instructions or none.
-    pub source: String,
-    pub fused_samples: usize,
-    pub native_samples: usize,
-    /// An exploration under way: "native" or "fused".
-    pub exploring: Option<String>,
 }
 
 /// What chameleon_proxy reports: processor proxies and the interruptions a
@@ -118,8 +100,6 @@ pub struct Snapshot {
     pub parked: Vec<usize>,
     #[serde(default)]
     pub module: Option<ModuleStatus>,
-    #[serde(default)]
-    pub auto_tax: Vec<AutoTaxStatus>,
 }
 
 pub struct Status {
@@ -152,7 +132,6 @@ impl Status {
             counters: live.counters,
             parked: live.parked.clone(),
             module: live.module.clone(),
-            auto_tax: live.auto_tax.clone(),
         }
     }
 

@@ -210,13 +210,9 @@ fn render_objects(f: &mut Frame, m: &Model, area: Rect) {
                 continue;
             }
             let granted = obj.map_or("native".to_string(), |o| format!("{} {:?}", o.cpus.len(), o.cpus));
-            // An automatic tax: this task's, marked.
-            let tax = match s.auto_tax.iter().find(|a| a.pid == *pid) {
-                Some(a) => format!("{}*", crate::tag::tax_text(a.tax)),
-                None => s.tags.iter().find(|(id, _)| *id == cgroup).map_or("-".to_string(), |(_, t)| {
-                    t.split_whitespace().find_map(|w| w.strip_prefix("tax=")).unwrap_or("-").to_string()
-                }),
-            };
+            let tax = s.tags.iter().find(|(id, _)| *id == cgroup).map_or("-".to_string(), |(_, t)| {
+                t.split_whitespace().find_map(|w| w.strip_prefix("tax=")).unwrap_or("-").to_string()
+            });
             rows.push(Row::new(vec![
                 pid.to_string(),
                 cgroup.to_string(),
@@ -518,7 +514,6 @@ mod tests {
                 counters: None,
                 parked: vec![],
                 module: None,
-                auto_tax: vec![],
             }),
             ..Default::default()
         };

@@ -77,8 +77,7 @@ struct Cli {
     watchdog_timeout_ms: u32,
 
     /// Tag a cgroup: its tasks want an execution object. CGROUP is a path under
-    /// /sys/fs/cgroup; level 1..3 (2^level CPUs), weight 1..10000 (default: cpu.weight), tax 0.01..100
-    /// or auto (each task's, from its measured speed-up).
+    /// /sys/fs/cgroup; level 1..3 (2^level CPUs), weight 1..10000 (default: cpu.weight), tax 0.01..100.
     /// Repeatable.
     #[arg(long = "tag", value_name = "CGROUP=level:L,weight:W,tax:T", value_parser = parse_tag)]
     tags: Vec<chameleon::tag::Tag>,
@@ -117,8 +116,7 @@ enum Cmd {
         /// 1..10000: claim on contended CPUs, as cpu.weight W x 100 (default: the cgroup's cpu.weight).
         #[arg(long)]
         weight: Option<String>,
-        /// 0.01..100: cost of borrowed time (default 1); auto: each task's, set from its
-        /// measured speed-up when fused.
+        /// 0.01..100: cost of borrowed time (default 1).
         #[arg(long)]
         tax: Option<String>,
         /// uni (sibling idle), smt (share the core, never fuse), kwork (user work here,
@@ -185,19 +183,7 @@ fn print_status(snap: &chameleon::status::Snapshot) {
     println!("node manager places objects on cpus {:?}", snap.manager_online);
     for (pid, level, weight) in &snap.requesters {
         let cpus = snap.objects.iter().find(|o| o.pid == *pid).map(|o| format!("{:?}", o.cpus));
-        // An automatic tax: what it pays now and why.
-        let tax = snap.auto_tax.iter().find(|a| a.pid == *pid).map_or(String::new(), |a| {
-            format!(
-                ", tax auto {} (speed-up {}, progress from {}, {} fused / {} native samples{})",
-                chameleon::tag::tax_text(a.tax),
-                a.speedup.map_or("not yet measured".into(), |s| format!("{s:.2}")),
-                a.source,
-                a.fused_samples,
-                a.native_samples,
-                a.exploring.as_ref().map_or(String::new(), |e| format!(", exploring {e}"))
-            )
-        });
-        println!("pid {pid}: level {level} weight {weight} -> {}{tax}", cpus.as_deref().unwrap_or("native"));
+        println!("pid {pid}: level {level} weight {weight} -> {}", cpus.as_deref().unwrap_or("native"));
     }
     let cpus: Vec<String> = snap
         .cpus
