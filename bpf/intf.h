@@ -47,6 +47,12 @@ enum chameleon_smt {
 	CHAMELEON_SMT_KWORK	= 3,	/* its core: user work here, kernel work on the sibling */
 };
 
+/* Class of a tag on contended fast contexts (AASH): read by the agent only. */
+enum chameleon_prio {
+	CHAMELEON_PRIO_NORMAL	= 0,
+	CHAMELEON_PRIO_HIGH	= 1,	/* served before the normal class */
+};
+
 /*
  * Properties in force for a cgroup's tasks (Chameleon §4.3.4); map `tags`,
  * keyed by cgroup id. The agent writes every cgroup's effective tag (its own
@@ -58,6 +64,7 @@ struct chameleon_tag {
 	u32	weight;		/* 1..10000: claim on contended fast contexts; 0: cpu.weight's */
 	u32	tax;		/* hundredths, 1..10000 (0.01 .. 100) */
 	u32	smt;		/* enum chameleon_smt */
+	u32	prio;		/* enum chameleon_prio */
 };
 
 /*

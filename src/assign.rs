@@ -2,15 +2,20 @@
 //! manager and publishes them: a tagged task appears (DEMAND) -> it asks for
 //! an object; it exits, leaves its tag, or a CPU goes away -> the manager
 //! rebalances. Every second it reconciles (tasks gone without a notice, the
-//! untagged load), so a lost event cannot leave CPUs stranded. Data flows one
-//! way: tag -> map -> BPF -> event -> here -> map.
+//! untagged load), so a lost event cannot leave CPUs stranded. While
+//! requesters outnumber the pairs, an accounting period starts every
+//! `--share-period-ms` (the node manager's `rotate`, AASH's fast queue); the
+//! boost counts a cgroup's awake requesters from the sleep/wake events, capped
+//! by BPF's count of its runnable tasks. Data flows one way: tag -> map ->
+//! BPF -> event -> here -> map.
 
 use crate::bpf_intf;
 use crate::event::{Event, Kind};
+use crate::fast_share::Member;
 use crate::node_manager::{Change, NodeManager, Object, Request};
 use crate::scheduler::as_bytes;
 use crate::status::{Live, Status};
-use crate::tag::Props;
+use crate::tag::{Prio, Props};
 use libbpf_rs::{MapCore, MapFlags};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -49,6 +54,9 @@ pub struct Assigner {
     /// Task-exit events are ignored (bench: Chameleon Fig. 6, "3*"); a gone
     /// task is then found by the sleeper release or the reconcile.
     ignore_exits: bool,
+    /// Accounting period of the fast contexts, and when the last one started.
+    share_period: Duration,
+    last_rotate: Instant,
 }
 
 /// Nanoseconds on the clock bpf_ktime_get_ns() uses, to time decisions
@@ -141,7 +149,15 @@ impl Assigner {
             reread_topology,
             parked: Default::default(),
             ignore_exits: false,
+            share_period: Duration::from_millis(30),
+            last_rotate: Instant::now(),
         }
+    }
+
+    /// The accounting period of the fast contexts (`--share-period-ms`).
+    pub fn with_share_period(mut self, period: Duration) -> Self {
+        self.share_period = period;
+        self
     }
 
     /// Ignore task-exit events (see `ignore_exits`).
@@ -241,6 +257,24 @@ impl Assigner {
         crate::tag::claim(props.weight, cpu_weight)
     }
 
+    /// A requester's class in the fast queue: its tag's prio, its cgroup.
+    fn member(props: &Props, cgid: u64) -> Member {
+        Member { high: props.prio == Prio::High, group: cgid }
+    }
+
+    /// A cgroup's runnable tasks as BPF counts them (cg_weights, cgroups
+    /// with the cpu controller): sleep events come only from tasks holding
+    /// an object, so this is what sees a waiter's sleep.
+    fn runnable_of(cg_weights: &dyn MapCore, cgid: u64) -> Option<usize> {
+        let raw = cg_weights.lookup(&cgid.to_ne_bytes(), MapFlags::ANY).ok()??;
+        if raw.len() < std::mem::size_of::<bpf_intf::chameleon_cg_weight>() {
+            return None;
+        }
+        // SAFETY: the length was checked; the struct is plain integers.
+        let cw: bpf_intf::chameleon_cg_weight = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
+        Some(cw.nr_runnable.max(0) as usize)
+    }
+
     pub fn handle(&mut self, ev: &Event, map: &dyn MapCore, tags: &dyn MapCore, cg_weights: &dyn MapCore) {
         let changes = match ev.kind {
             // ev.level is the object level BPF derived from the tag and SMT class.
@@ -248,7 +282,8 @@ impl Assigner {
                 Some(props) if ev.level > 0 => {
                     let old = self.requesters.insert(ev.pid, (props, ev.level, ev.cgroup_id));
                     let weight = Self::claim_of(&props, ev.cgroup_id, cg_weights);
-                    let mut changes = self.manager.request(ev.pid, Request { level: ev.level, weight });
+                    let member = Self::member(&props, ev.cgroup_id);
+                    let mut changes = self.manager.request_as(ev.pid, Request { level: ev.level, weight }, member);
                     // Same CPUs but a new tax: BPF still needs the new value.
                     if old.is_some_and(|(p, _, _)| p != props) && !changes.iter().any(|c| c.pid == ev.pid) {
                         if let Some(o) = self.manager.object(ev.pid) {
@@ -264,14 +299,16 @@ impl Assigner {
             Kind::TaskExit => self.withdraw(ev.pid),
             Kind::Sleep if self.requesters.contains_key(&ev.pid) => {
                 self.asleep.entry(ev.pid).or_insert_with(Instant::now);
+                self.manager.set_awake(ev.pid, false);
                 Vec::new()
             }
             Kind::Wake => {
                 self.asleep.remove(&ev.pid);
+                self.manager.set_awake(ev.pid, true);
                 match (self.dormant.remove(&ev.pid), self.requesters.get(&ev.pid)) {
                     (true, Some(&(p, level, cgid))) => {
                         let weight = Self::claim_of(&p, cgid, cg_weights);
-                        self.manager.request(ev.pid, Request { level, weight })
+                        self.manager.request_as(ev.pid, Request { level, weight }, Self::member(&p, cgid))
                     }
                     _ => Vec::new(),
                 }
@@ -391,6 +428,28 @@ impl Assigner {
         }
         self.publish(map, changes, None);
         self.dirty = true;
+    }
+
+    /// How long until the next accounting period is due, while requesters
+    /// outnumber the pairs (None: nothing rotates, no need to wake for it).
+    pub fn until_rotation(&self) -> Option<Duration> {
+        self.manager.contended().then(|| self.share_period.saturating_sub(self.last_rotate.elapsed()))
+    }
+
+    /// Start an accounting period if one is due: the node manager decides
+    /// again who holds the pairs, and what changed is published. Uncontended,
+    /// it only clears the queue's books (and reads no BPF map).
+    pub fn rotate(&mut self, map: &dyn MapCore, cg_weights: &dyn MapCore) {
+        if self.requesters.is_empty() || self.last_rotate.elapsed() < self.share_period {
+            return;
+        }
+        self.last_rotate = Instant::now();
+        let changes = if self.manager.contended() {
+            self.manager.rotate_with(|cgid| Self::runnable_of(cg_weights, cgid))
+        } else {
+            self.manager.rotate()
+        };
+        self.publish(map, changes, None);
     }
 
     /// Some tagged task is known: the untagged load is sampled and

@@ -19,6 +19,7 @@ pub mod bpf_intf;
 pub mod bpf_skel;
 pub mod control;
 pub mod event;
+pub mod fast_share;
 pub mod metrics;
 pub mod node;
 pub mod node_manager;

@@ -19,9 +19,14 @@
 //!   of them then a claim that the tax prices.
 //! - **Targets**: if every requester's 2^level fits, each gets it. Otherwise
 //!   each gets 2 CPUs (the largest objects are split in half until everyone
-//!   has a level-1 object, as far as supply allows), and what remains goes to
-//!   the highest weights first (ties: who asked first), doubling their objects
-//!   towards what they asked for.
+//!   has a level-1 object), and what remains goes to the highest weights
+//!   first (ties: who asked first), doubling their objects towards what they
+//!   asked for. When requesters outnumber the pairs, the pairs are AASH's
+//!   fast contexts (`fast_share`): who holds them is decided once per
+//!   accounting period (`rotate()`), in shares by weight, high priority and
+//!   low parallelism first; between periods holders keep theirs and a pair
+//!   set free goes to the next in that queue at once. Before the first
+//!   period it is the static order (weight, then arrival).
 //! - **Placement** is buddy-style in each node's slot order (SMT siblings
 //!   adjacent), so every object is an aligned block and each power-of-two
 //!   prefix of it is an object too (BPF's partial fuse). Objects keep their
@@ -30,6 +35,7 @@
 //!   moved out of the way (defragmentation), choosing the block that displaces
 //!   the fewest CPUs.
 
+use crate::fast_share::{FastShare, Member};
 use crate::node::Node;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -84,6 +90,8 @@ pub struct NodeManager {
     objects: BTreeMap<i32, Object>,
     next_seq: u64,
     next_gen: u32,
+    /// Who holds the pairs while requesters outnumber them.
+    share: FastShare,
     /// Objects moved by defragmentation so far (for stats and tests).
     pub nr_defrag_moves: u64,
 }
@@ -100,6 +108,7 @@ impl NodeManager {
             objects: BTreeMap::new(),
             next_seq: 0,
             next_gen: 1,
+            share: FastShare::default(),
             nr_defrag_moves: 0,
         }
     }
@@ -127,14 +136,29 @@ impl NodeManager {
 
     /// A task asks for an object (again: a changed request replaces the old one).
     pub fn request(&mut self, pid: i32, req: Request) -> Vec<Change> {
-        match self.requesters.get_mut(&pid) {
-            Some(r) if r.req == req => return Vec::new(),
-            Some(r) => r.req = req,
+        self.request_as(pid, req, Member::default())
+    }
+
+    /// `request` with the task's class for the fast queue: explicit high
+    /// priority, and the group (cgroup) counted for the low-parallelism boost.
+    pub fn request_as(&mut self, pid: i32, req: Request, member: Member) -> Vec<Change> {
+        let seq = match self.requesters.get_mut(&pid) {
+            Some(r) if r.req == req => {
+                // A new class counts from the next period: nothing moves now.
+                self.share.join(pid, req.weight, r.seq, member);
+                return Vec::new();
+            }
+            Some(r) => {
+                r.req = req;
+                r.seq
+            }
             None => {
                 self.requesters.insert(pid, Requester { req, seq: self.next_seq });
                 self.next_seq += 1;
+                self.next_seq - 1
             }
-        }
+        };
+        self.share.join(pid, req.weight, seq, member);
         self.rebalance()
     }
 
@@ -143,18 +167,66 @@ impl NodeManager {
         if self.requesters.remove(&pid).is_none() {
             return Vec::new();
         }
+        self.share.leave(pid);
         self.rebalance()
     }
 
     /// Drop requesters that are gone (`alive` says false): what makes CPUs
     /// move even if an exit notification was lost.
     pub fn reconcile(&mut self, alive: impl Fn(i32) -> bool) -> Vec<Change> {
-        let before = self.requesters.len();
-        self.requesters.retain(|&pid, _| alive(pid));
-        if self.requesters.len() == before {
+        let gone: Vec<i32> = self.requesters.keys().copied().filter(|&pid| !alive(pid)).collect();
+        if gone.is_empty() {
             return Vec::new();
         }
+        for pid in gone {
+            self.requesters.remove(&pid);
+            self.share.leave(pid);
+        }
         self.rebalance()
+    }
+
+    /// A requester runs or sleeps (the agent's view): the fast queue serves
+    /// awake requesters first and counts them for the boost. Nothing moves
+    /// before the next period.
+    pub fn set_awake(&mut self, pid: i32, awake: bool) {
+        self.share.set_awake(pid, awake);
+    }
+
+    /// Boost groups with at most this many awake requesters (0: never).
+    pub fn set_boost_threshold(&mut self, threshold: usize) {
+        self.share.set_boost_threshold(threshold);
+    }
+
+    /// The fast queue, for tests and status.
+    pub fn share(&self) -> &FastShare {
+        &self.share
+    }
+
+    /// Do requesters outnumber the pairs (so that the pairs rotate)?
+    pub fn contended(&self) -> bool {
+        let n = self.pairs(self.requesters.len());
+        n > 0 && self.requesters.len() > n
+    }
+
+    /// An accounting period starts (AASH's 30 ms): who holds the pairs is
+    /// decided again. Nothing changes while every requester has a pair.
+    pub fn rotate(&mut self) -> Vec<Change> {
+        self.rotate_with(|_| None)
+    }
+
+    /// `rotate`, with the runnable tasks of a group where known (BPF's
+    /// count), which bounds its awake requesters for the boost.
+    pub fn rotate_with(&mut self, runnable: impl Fn(u64) -> Option<usize>) -> Vec<Change> {
+        let n = self.pairs(self.requesters.len());
+        let chosen = self.share.rotate(n, &self.holders(), runnable);
+        if self.requesters.len() <= n {
+            return Vec::new();
+        }
+        self.place(Some(chosen))
+    }
+
+    fn holders(&self) -> BTreeSet<i32> {
+        self.objects.keys().copied().filter(|pid| self.requesters.contains_key(pid)).collect()
     }
 
     pub fn set_online(&mut self, cpu: usize, online: bool) -> Vec<Change> {
@@ -229,8 +301,8 @@ impl NodeManager {
         order.into_iter().map(|(pid, req, _)| (pid, req)).collect()
     }
 
-    /// Object sizes by the rules in the module comment, in `order`'s order.
-    fn targets(&self, order: &[(i32, Request)]) -> Vec<usize> {
+    /// CPUs objects may be built from for `nr` requesters.
+    fn supply(&self, nr: usize) -> usize {
         // Only CPUs some node holds can be placed: an online CPU outside
         // every node (--node-cpus a subset) is no supply (bench Fig. 6 got
         // 4, 4, 0 for three tasks on 8 of 10 CPUs).
@@ -239,7 +311,32 @@ impl NodeManager {
         // Over-provisioned: what the untagged tasks leave idle. Else every
         // CPU: objects over busy CPUs are the right to borrow, which the
         // virtual threads and the tax use at run time.
-        let supply = if spare >= 2 * order.len() { spare } else { online };
+        if spare >= 2 * nr {
+            spare
+        } else {
+            online
+        }
+    }
+
+    /// Pairs (fast contexts) there are for `nr` requesters: the supply's,
+    /// and no more than the aligned online pairs that can be placed.
+    fn pairs(&self, nr: usize) -> usize {
+        if self.largest_object() < 2 {
+            return 0;
+        }
+        let aligned: usize = (0..self.nodes.len())
+            .map(|n| (0..self.nodes[n].slots.len() / 2).filter(|&i| self.block_online(n, 2 * i, 2)).count())
+            .sum();
+        (self.supply(nr) / 2).min(aligned)
+    }
+
+    /// Object sizes by the rules in the module comment, in `order`'s order;
+    /// `fast`: who holds the pairs when requesters outnumber them.
+    fn targets(&self, order: &[(i32, Request)], fast: Option<&BTreeSet<i32>>) -> Vec<usize> {
+        if let Some(fast) = fast {
+            return order.iter().map(|(pid, _)| if fast.contains(pid) { 2 } else { 0 }).collect();
+        }
+        let supply = self.supply(order.len());
         let cap = self.largest_object();
         let want: Vec<usize> = order.iter().map(|(_, r)| (1usize << r.level.min(31)).min(cap)).collect();
         if cap < 2 {
@@ -272,8 +369,16 @@ impl NodeManager {
 
     /// Recompute every object; returns the tasks whose object changed.
     pub fn rebalance(&mut self) -> Vec<Change> {
+        self.place(None)
+    }
+
+    /// `rebalance`, with the pair holders a period's start chose (`chosen`);
+    /// None: the current holders keep theirs, the fast queue fills the rest.
+    fn place(&mut self, chosen: Option<BTreeSet<i32>>) -> Vec<Change> {
         let order = self.by_priority();
-        let targets = self.targets(&order);
+        let n = self.pairs(order.len());
+        let fast = (order.len() > n).then(|| chosen.unwrap_or_else(|| self.share.pick(n, &self.holders())));
+        let targets = self.targets(&order, fast.as_ref());
         // owner[node][slot]
         let mut owner: Vec<Vec<Option<i32>>> = self.nodes.iter().map(|n| vec![None; n.slots.len()]).collect();
         let mut placed: BTreeMap<i32, Place> = BTreeMap::new();

@@ -1,6 +1,7 @@
 //! The node manager replaying Chameleon's scenarios (§5.4, Figures 6 and 8),
 //! defragmentation, hotplug and untagging, on simulated topologies.
 
+use crate::fast_share::Member;
 use crate::node::Node;
 use crate::node_manager::{NodeManager, Request};
 
@@ -317,4 +318,242 @@ fn hybrid_objects_start_on_the_fastest_cores_and_never_mix() {
     let mut m = NodeManager::new(crate::node::nodes_from(vec![llc], true), 0..8, 3);
     m.request(1, Request { level: 3, weight: 1 });
     assert_eq!(m.size_of(1), 8);
+}
+
+// AASH fair sharing of the pairs (fast_share) through the node manager.
+
+const L1: Request = Request { level: 1, weight: 1 };
+
+/// Deterministic pseudo-random numbers (xorshift64).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Periods (of `periods` rotations) in which each pid held a pair.
+fn held_per_pid(m: &mut NodeManager, pids: &[i32], periods: usize) -> Vec<usize> {
+    let mut held = vec![0; pids.len()];
+    for _ in 0..periods {
+        m.rotate();
+        check_invariants(m);
+        for (h, &pid) in held.iter_mut().zip(pids) {
+            *h += usize::from(m.size_of(pid) == 2);
+        }
+    }
+    held
+}
+
+#[test]
+fn four_requesters_on_one_pair_take_equal_turns() {
+    // (a) Before fair sharing, 1 held the pair and 2, 3, 4 got nothing, forever.
+    let mut m = manager(&[2]);
+    for pid in 1..=4 {
+        m.request(pid, L1);
+    }
+    let held = held_per_pid(&mut m, &[1, 2, 3, 4], 100);
+    for h in &held {
+        assert!((*h as f64 - 25.0).abs() <= 25.0 * 0.05, "{held:?}");
+    }
+}
+
+#[test]
+fn weights_one_to_three_hold_the_pair_one_to_three() {
+    // (b)
+    let mut m = manager(&[2]);
+    m.request(1, Request { level: 1, weight: 100 });
+    m.request(2, Request { level: 1, weight: 300 });
+    let held = held_per_pid(&mut m, &[1, 2], 100);
+    assert!((held[0] as f64 - 25.0).abs() <= 25.0 * 0.05 && (held[1] as f64 - 75.0).abs() <= 75.0 * 0.05, "{held:?}");
+}
+
+#[test]
+fn high_priority_holds_every_period_the_rest_share() {
+    // (c) 4 CPUs, 2 pairs: the high one always has one, three share the other.
+    let mut m = manager(&[4]);
+    for pid in 1..=3 {
+        m.request(pid, L1);
+    }
+    m.request_as(4, L1, Member { high: true, group: 0 });
+    let held = held_per_pid(&mut m, &[1, 2, 3, 4], 99);
+    assert_eq!(held[3], 99, "{held:?}");
+    for h in &held[..3] {
+        assert!((*h as f64 - 33.0).abs() <= 33.0 * 0.05, "{held:?}");
+    }
+}
+
+#[test]
+fn a_cgroup_down_to_one_awake_requester_is_served_first() {
+    // (d) cgroup 10 runs 1-4, cgroup 20 runs 5-8, all on one pair.
+    let mut m = manager(&[2]);
+    for pid in 1..=8 {
+        m.request_as(pid, L1, Member { high: false, group: if pid <= 4 { 10 } else { 20 } });
+    }
+    let held = held_per_pid(&mut m, &[1], 40);
+    assert!(held[0] <= 6, "pid 1 held {held:?} of 40 periods among 8");
+    for pid in 2..=4 {
+        m.set_awake(pid, false);
+    }
+    let changes = m.rotate();
+    assert_eq!(m.size_of(1), 2, "served first at the next period: {changes:?}");
+    assert!(m.share().is_high(1));
+    assert_eq!(held_per_pid(&mut m, &[1], 20), vec![20]);
+    // BPF's runnable count can tell what sleep events do not: 20 has one.
+    for pid in 2..=4 {
+        m.set_awake(pid, true);
+    }
+    m.rotate_with(|g| (g == 20).then_some(1));
+    assert!(m.share().is_high(5) && !m.share().is_high(1));
+}
+
+#[test]
+fn no_pair_idles_while_a_requester_waits() {
+    // (e) 8 CPUs: after every event there are min(requesters, 4) objects.
+    let mut m = manager(&[8]);
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut live: Vec<i32> = Vec::new();
+    let mut next_pid = 1;
+    for step in 0..3000 {
+        let what = rng.below(8);
+        let event = match what {
+            0 | 1 => {
+                let req = Request { level: 1 + rng.below(2) as u32, weight: 1 + rng.below(3) as u32 };
+                let member = Member { high: rng.below(8) == 0, group: rng.below(3) };
+                m.request_as(next_pid, req, member);
+                live.push(next_pid);
+                next_pid += 1;
+                "request"
+            }
+            2 if !live.is_empty() => {
+                let pid = live.swap_remove(rng.below(live.len() as u64) as usize);
+                m.release(pid);
+                "exit or sleeper release"
+            }
+            3 if !live.is_empty() => {
+                let pid = live.swap_remove(rng.below(live.len() as u64) as usize);
+                m.reconcile(|p| p != pid);
+                "reconcile"
+            }
+            4 if !live.is_empty() => {
+                let pid = live[rng.below(live.len() as u64) as usize];
+                m.set_awake(pid, rng.below(2) == 0);
+                "sleep or wake"
+            }
+            5 => {
+                m.set_untagged_load(rng.below(9) as usize);
+                "untagged load"
+            }
+            _ => {
+                m.rotate();
+                "period"
+            }
+        };
+        assert_eq!(m.objects().len(), live.len().min(4), "step {step}, after {event}: {:?}", m.objects());
+        check_invariants(&m);
+    }
+}
+
+/// Objects before and after: the pids whose object changed.
+fn changed(before: &std::collections::BTreeMap<i32, crate::node_manager::Object>, m: &NodeManager) -> Vec<i32> {
+    let pids: std::collections::BTreeSet<i32> = before.keys().chain(m.objects().keys()).copied().collect();
+    pids.into_iter().filter(|p| before.get(p) != m.objects().get(p)).collect()
+}
+
+#[test]
+fn a_requester_changes_object_at_most_once_per_period() {
+    // (f) 8 CPUs, 12 level-1 requesters. Each period: it starts (rotate),
+    // then mid-period a holder exits, someone new asks, one sleeps and one
+    // wakes. No holder loses or moves its pair mid-period, and nobody
+    // changes object twice in one period.
+    let mut m = manager(&[8]);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut live: Vec<i32> = (1..=12).collect();
+    for &pid in &live {
+        m.request_as(pid, L1, Member { high: false, group: 0 });
+    }
+    let mut next_pid = 13;
+    for period in 0..200 {
+        let mut moves: std::collections::BTreeMap<i32, usize> = Default::default();
+        let before = m.objects().clone();
+        m.rotate();
+        for pid in changed(&before, &m) {
+            *moves.entry(pid).or_default() += 1;
+        }
+        for step in 0..4 {
+            let before = m.objects().clone();
+            let own = match step {
+                0 => {
+                    let holders: Vec<i32> = m.objects().keys().copied().collect();
+                    let pid = holders[rng.below(holders.len() as u64) as usize];
+                    live.retain(|&p| p != pid);
+                    m.release(pid);
+                    pid
+                }
+                1 => {
+                    m.request(next_pid, L1);
+                    live.push(next_pid);
+                    next_pid += 1;
+                    next_pid - 1
+                }
+                _ => {
+                    let pid = live[rng.below(live.len() as u64) as usize];
+                    m.set_awake(pid, step == 3);
+                    pid
+                }
+            };
+            for pid in changed(&before, &m) {
+                assert!(pid == own || !before.contains_key(&pid), "period {period}: holder {pid} moved mid-period");
+                // An exit is no move.
+                if live.contains(&pid) {
+                    *moves.entry(pid).or_default() += 1;
+                }
+            }
+            assert_eq!(m.objects().len(), 4);
+        }
+        assert!(moves.values().all(|&n| n <= 1), "period {period}: {moves:?}");
+    }
+}
+
+#[test]
+fn everyone_fits_nothing_rotates() {
+    // (g) Two level-2 and one level-1 requester on 12 CPUs: all fit.
+    let mut m = manager(&[12]);
+    m.request(1, L2);
+    m.request(2, L2);
+    m.request(3, L1);
+    let before = m.objects().clone();
+    assert!(!m.contended());
+    for _ in 0..50 {
+        assert!(m.rotate().is_empty());
+    }
+    assert_eq!(m.objects(), &before);
+    // Fig. 8's state (pairs for all, the rest doubled by weight) does not
+    // rotate either: only the pairs are fast contexts.
+    let mut m = manager(&[10]);
+    for (pid, weight) in [(1, 1), (2, 1), (3, 2), (4, 3)] {
+        m.request(pid, Request { level: 2, weight });
+    }
+    let before = m.objects().clone();
+    for _ in 0..50 {
+        assert!(m.rotate().is_empty());
+    }
+    assert_eq!(m.objects(), &before);
+    // Contended, then one leaves: from then on nothing rotates.
+    let mut m = manager(&[4]);
+    for pid in 1..=3 {
+        m.request(pid, L1);
+    }
+    let moved: usize = (0..3).map(|_| m.rotate().len()).sum();
+    assert!(moved > 0, "3 requesters on 2 pairs rotate");
+    let holder = *m.objects().keys().next().unwrap();
+    m.release(holder);
+    assert!(!m.contended());
+    for _ in 0..10 {
+        assert!(m.rotate().is_empty());
+    }
 }

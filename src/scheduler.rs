@@ -66,6 +66,10 @@ pub struct Opts {
     /// Drop the policy's task-exit events (bench only: Chameleon Fig. 6's
     /// "3*", the node manager without the exit notification).
     pub no_exit_notice: bool,
+    /// Accounting period of the fast contexts (AASH: 30 ms).
+    pub share_period_ms: u64,
+    /// Cgroups with at most this many awake requesters are boosted (0: never).
+    pub boost_threshold: usize,
 }
 
 impl Default for Opts {
@@ -86,6 +90,8 @@ impl Default for Opts {
             control_path: crate::control::DEFAULT_PATH.into(),
             emulate: None,
             no_exit_notice: false,
+            share_period_ms: 30,
+            boost_threshold: crate::fast_share::BOOST_DEFAULT,
         }
     }
 }
@@ -113,6 +119,14 @@ impl Opts {
         // The kernel refuses more than 30 s; under 1 s is no longer above our own bounds.
         if !(1000..=30_000).contains(&self.watchdog_timeout_ms) {
             bail!("--watchdog-timeout-ms must be between 1000 and 30000 (got {})", self.watchdog_timeout_ms);
+        }
+        // Under 5 ms the agent's wakeups cost more than migrations save; over
+        // a second a waiter would notice (AASH: 30 ms).
+        if !(5..=1000).contains(&self.share_period_ms) {
+            bail!("--share-period-ms must be between 5 and 1000 (got {})", self.share_period_ms);
+        }
+        if self.boost_threshold > 1024 {
+            bail!("--boost-threshold must be between 0 and 1024 (got {})", self.boost_threshold);
         }
         Ok(())
     }
@@ -191,7 +205,7 @@ fn apply_tags(
             // that cgroup_init (run for every cgroup at attach, and for new
             // children) does not copy the parent's tag over it.
             if e.error.is_some() {
-                let none = crate::bpf_intf::chameleon_tag { level: 0, weight: 0, tax: 0, smt: 0 };
+                let none = crate::bpf_intf::chameleon_tag { level: 0, weight: 0, tax: 0, smt: 0, prio: 0 };
                 map.update(&e.id.to_ne_bytes(), as_bytes(&none), MapFlags::ANY)
                     .with_context(|| format!("blocking the damaged tag of cgroup {}", e.path.display()))?;
             }
@@ -304,7 +318,8 @@ impl<'a> Scheduler<'a> {
                 );
             }
         }
-        let manager = NodeManager::new(nodes, online_cpus()?, opts.max_level);
+        let mut manager = NodeManager::new(nodes, online_cpus()?, opts.max_level);
+        manager.set_boost_threshold(opts.boost_threshold);
         // The module as no agent left it: nothing parked, emulation off.
         let proxy = crate::proxy::Proxy::open()?;
         match (&proxy, opts.emulate) {
@@ -342,7 +357,8 @@ impl<'a> Scheduler<'a> {
             opts: opts.clone(),
             nr_cpus,
             assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path), opts.node_cpus.is_none().then(|| opts.topology.clone()))
-                .without_exit_notice(opts.no_exit_notice),
+                .without_exit_notice(opts.no_exit_notice)
+                .with_share_period(Duration::from_millis(opts.share_period_ms)),
             extra,
             control,
             proxy,
@@ -435,7 +451,11 @@ impl<'a> Scheduler<'a> {
             // (under TCG the 20 ms loop cost 2 % of a CPU, which a parallel
             // program with a thread per CPU lost: bench Fig. 4).
             let every = if assign.busy() { TICK_BUSY } else { TICK_IDLE };
-            let timeout = every.saturating_sub(last_tick.elapsed());
+            let mut timeout = every.saturating_sub(last_tick.elapsed());
+            // Fast contexts rotate on their own clock (--share-period-ms).
+            if let Some(r) = assign.until_rotation() {
+                timeout = timeout.min(r);
+            }
             wait_readable(&[rb.epoll_fd(), control.listen_fd().as_raw_fd(), shutdown.fd()], timeout)
                 .context("waiting for events and clients")?;
             if let Err(e) = rb.consume() {
@@ -443,6 +463,7 @@ impl<'a> Scheduler<'a> {
             }
             drain(assign, &mut nr_events);
             serve(assign);
+            assign.rotate(assignments, &self.skel.maps.cg_weights);
             // Sampled on the clock only: a wakeup by an event (a split when an
             // untagged task takes a representative...) is not a fair moment to
             // count untagged tasks (alloc_weights saw a phantom load of 1-2).

@@ -1,5 +1,6 @@
 //! Cgroup tags: "tasks of this cgroup want an execution object of level L,
-//! weight W, tax T, SMT class C" (Chameleon §4.3.4; bi-modal SMT), parsed and
+//! weight W, tax T, SMT class C, priority P" (Chameleon §4.3.4; bi-modal
+//! SMT; AASH's high-priority class), parsed and
 //! validated in one place for `--tag CGROUP=level:L,...`, `scx_chameleon tag`
 //! and the tag store. Every error names the field and its allowed range.
 
@@ -58,8 +59,43 @@ impl Smt {
     }
 }
 
+/// Class on contended fast contexts (AASH §2.3): `high` is served first,
+/// sharing among its own; `normal` shares what is left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Prio {
+    #[default]
+    Normal,
+    High,
+}
+
+impl Prio {
+    pub fn parse(s: &str) -> Result<Prio> {
+        match s {
+            "normal" => Ok(Prio::Normal),
+            "high" => Ok(Prio::High),
+            _ => bail!("prio {s:?}: expected high or normal"),
+        }
+    }
+
+    /// The BPF value (enum chameleon_prio).
+    pub fn raw(self) -> u32 {
+        match self {
+            Prio::Normal => crate::bpf_intf::chameleon_prio_CHAMELEON_PRIO_NORMAL,
+            Prio::High => crate::bpf_intf::chameleon_prio_CHAMELEON_PRIO_HIGH,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Prio::Normal => "normal",
+            Prio::High => "high",
+        }
+    }
+}
+
 /// What a tag asks for. Every property is optional; defaults: level 1, tax 1,
-/// smt any, and the weight of the cgroup's `cpu.weight` (see [`claim`]).
+/// smt any, prio normal, and the weight of the cgroup's `cpu.weight` (see
+/// [`claim`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Props {
     pub level: u32,
@@ -68,18 +104,25 @@ pub struct Props {
     /// Hundredths (see [`TAX_ONE`]).
     pub tax: u32,
     pub smt: Smt,
+    pub prio: Prio,
 }
 
 impl Default for Props {
     fn default() -> Self {
-        Props { level: 1, weight: 0, tax: TAX_ONE, smt: Smt::Any }
+        Props { level: 1, weight: 0, tax: TAX_ONE, smt: Smt::Any, prio: Prio::Normal }
     }
 }
 
 impl Props {
     /// The BPF map value.
     pub fn to_bpf(&self) -> crate::bpf_intf::chameleon_tag {
-        crate::bpf_intf::chameleon_tag { level: self.level, weight: self.weight, tax: self.tax, smt: self.smt.raw() }
+        crate::bpf_intf::chameleon_tag {
+            level: self.level,
+            weight: self.weight,
+            tax: self.tax,
+            smt: self.smt.raw(),
+            prio: self.prio.raw(),
+        }
     }
 
     /// Back from a BPF map value, validated like any other input.
@@ -91,6 +134,11 @@ impl Props {
             crate::bpf_intf::chameleon_smt_CHAMELEON_SMT_SMT => Smt::Smt,
             other => bail!("smt {other}: not a known SMT class"),
         };
+        let prio = match t.prio {
+            crate::bpf_intf::chameleon_prio_CHAMELEON_PRIO_NORMAL => Prio::Normal,
+            crate::bpf_intf::chameleon_prio_CHAMELEON_PRIO_HIGH => Prio::High,
+            other => bail!("prio {other}: not a known priority"),
+        };
         if !(1..=10_000).contains(&t.tax) {
             bail!("tax {}: out of range", t.tax);
         }
@@ -100,15 +148,24 @@ impl Props {
             },
             tax: t.tax,
             smt,
+            prio,
         })
     }
 
     /// The stored form (cgroup xattr), versioned: "v1 level=2 weight=3 tax=1.00 smt=any".
     /// Without a weight of its own, none is stored (agents before cpu.weight
-    /// read that as weight 1, the claim of cpu.weight 100).
+    /// read that as weight 1, the claim of cpu.weight 100); `prio=high` only
+    /// when high, so that a normal tag reads the same to agents before prio.
     pub fn encode(&self) -> String {
         let weight = if self.weight > 0 { format!(" weight={}", self.weight) } else { String::new() };
-        format!("v1 level={}{weight} tax={}.{:02} smt={}", self.level, self.tax / 100, self.tax % 100, self.smt.name())
+        let prio = if self.prio == Prio::High { " prio=high" } else { "" };
+        format!(
+            "v1 level={}{weight} tax={}.{:02} smt={}{prio}",
+            self.level,
+            self.tax / 100,
+            self.tax % 100,
+            self.smt.name()
+        )
     }
 
     /// Read the stored form back, validating every field.
@@ -134,7 +191,8 @@ impl Props {
             "weight" => self.weight = parse_weight(v)?,
             "tax" => self.tax = parse_tax(v)?,
             "smt" => self.smt = Smt::parse(v)?,
-            other => bail!("unknown property {other:?}: expected level, weight, tax or smt"),
+            "prio" => self.prio = Prio::parse(v)?,
+            other => bail!("unknown property {other:?}: expected level, weight, tax, smt or prio"),
         }
         Ok(())
     }
@@ -194,13 +252,13 @@ pub fn parse_tax(s: &str) -> Result<u32> {
     Ok(tax)
 }
 
-/// Parse the `level:L,weight:W,tax:T,smt:C` part.
+/// Parse the `level:L,weight:W,tax:T,smt:C,prio:P` part.
 pub fn parse_props(s: &str) -> Result<Props> {
     let mut p = Props::default();
     for item in s.split(',').filter(|i| !i.is_empty()) {
         let (k, v) = item
             .split_once(':')
-            .with_context(|| format!("{item:?}: expected key:value (level, weight, tax or smt)"))?;
+            .with_context(|| format!("{item:?}: expected key:value (level, weight, tax, smt or prio)"))?;
         p.set(k, v)?;
     }
     Ok(p)
@@ -287,11 +345,32 @@ mod tests {
         assert!(err(parse_props("tax:200")).contains("tax \"200\""));
         assert!(err(parse_props("smt:half")).contains("smt \"half\": expected uni, smt, kwork or any"));
         assert!(err(parse_props("speed:9")).contains("unknown property \"speed\""));
+        assert!(err(parse_props("prio:urgent")).contains("prio \"urgent\": expected high or normal"));
+        assert!(err(parse_props("prio:")).contains("prio \"\""));
+    }
+
+    #[test]
+    fn prio_is_stored_only_when_high() {
+        assert_eq!(parse_props("level:1").unwrap().prio, Prio::Normal);
+        let p = parse_props("level:1,prio:normal").unwrap();
+        assert_eq!(p.encode(), "v1 level=1 tax=1.00 smt=any", "normal reads as before prio existed");
+        let p = parse_props("level:2,prio:high").unwrap();
+        assert_eq!(p.prio, Prio::High);
+        assert_eq!(p.encode(), "v1 level=2 tax=1.00 smt=any prio=high");
+        assert_eq!(Props::decode(&p.encode()).unwrap(), p);
+        assert_eq!(Props::from_bpf(&p.to_bpf()).unwrap(), p);
+        assert_eq!(p.to_bpf().prio, crate::bpf_intf::chameleon_prio_CHAMELEON_PRIO_HIGH);
+        assert!(Props::decode("v1 level=1 prio=top").is_err());
+        let mut bad = p.to_bpf();
+        bad.prio = 7;
+        assert!(format!("{:#}", Props::from_bpf(&bad).unwrap_err()).contains("prio 7"));
+        let t = parse_tag("seq=level:1,prio:high").unwrap();
+        assert_eq!(t.props.prio, Prio::High);
     }
 
     #[test]
     fn stored_form_round_trips_and_is_validated() {
-        let p = Props { level: 2, weight: 7, tax: 1, smt: Smt::Uni };
+        let p = Props { level: 2, weight: 7, tax: 1, smt: Smt::Uni, prio: Prio::Normal };
         assert_eq!(p.encode(), "v1 level=2 weight=7 tax=0.01 smt=uni");
         assert_eq!(Props::decode(&p.encode()).unwrap(), p);
         assert!(Props::decode("v2 level=1").is_err(), "unknown version");
@@ -303,7 +382,7 @@ mod tests {
     fn props_defaults_and_errors() {
         assert_eq!(parse_props("").unwrap(), Props::default());
         let p = parse_props("level:2,weight:3,tax:0.01").unwrap();
-        assert_eq!(p, Props { level: 2, weight: 3, tax: 1, smt: Smt::Any });
+        assert_eq!(p, Props { level: 2, weight: 3, tax: 1, smt: Smt::Any, prio: Prio::Normal });
         // No weight given: the cgroup's cpu.weight decides, and none is stored.
         let p = parse_props("level:2").unwrap();
         assert_eq!(p.weight, 0);

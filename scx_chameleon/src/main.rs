@@ -77,10 +77,21 @@ struct Cli {
     watchdog_timeout_ms: u32,
 
     /// Tag a cgroup: its tasks want an execution object. CGROUP is a path under
-    /// /sys/fs/cgroup; level 1..3 (2^level CPUs), weight 1..10000 (default: cpu.weight), tax 0.01..100.
-    /// Repeatable.
-    #[arg(long = "tag", value_name = "CGROUP=level:L,weight:W,tax:T", value_parser = parse_tag)]
+    /// /sys/fs/cgroup; level 1..3 (2^level CPUs), weight 1..10000 (default: cpu.weight), tax 0.01..100,
+    /// smt uni|smt|any, prio high|normal. Repeatable.
+    #[arg(long = "tag", value_name = "CGROUP=level:L,weight:W,tax:T,prio:P", value_parser = parse_tag)]
     tags: Vec<chameleon::tag::Tag>,
+
+    /// Accounting period of the fast contexts, in milliseconds (5..=1000): when
+    /// requesters outnumber the pairs, who holds them is decided again this
+    /// often (AASH's 30 ms), so each moves at most once per period.
+    #[arg(long, default_value_t = 30)]
+    share_period_ms: u64,
+
+    /// Low-parallelism boost: a cgroup with at most this many awake requesters
+    /// is served with the high-priority class (0: no boost; at most 1024).
+    #[arg(long, default_value_t = 1)]
+    boost_threshold: usize,
 
     /// Do not schedule: print the running scheduler's counters (scx_stats) every N seconds.
     #[arg(long, value_name = "N", value_parser = parse_interval)]
@@ -123,6 +134,9 @@ enum Cmd {
         /// kernel work on the sibling) or any (default).
         #[arg(long)]
         smt: Option<String>,
+        /// high (served first on contended fast contexts) or normal (default).
+        #[arg(long)]
+        prio: Option<String>,
     },
     /// Remove a cgroup's own tag (descendants then inherit from above, if anything).
     Untag {
@@ -264,7 +278,7 @@ fn apply_now(socket: &std::path::Path, path: &std::path::Path) -> Result<String>
     }
 }
 
-fn tag_cmd(cgroup: &str, fields: [(&str, Option<String>); 4], socket: &std::path::Path) -> Result<()> {
+fn tag_cmd(cgroup: &str, fields: [(&str, Option<String>); 5], socket: &std::path::Path) -> Result<()> {
     use chameleon::{tag, tag_store};
     require_root("tagging")?;
     let path = tag::cgroup_path(cgroup);
@@ -371,8 +385,9 @@ fn run() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Some(Cmd::Status { json }) => return status(&cli.status_file, json),
-        Some(Cmd::Tag { cgroup, level, weight, tax, smt }) => {
-            return tag_cmd(&cgroup, [("level", level), ("weight", weight), ("tax", tax), ("smt", smt)], &cli.control_socket)
+        Some(Cmd::Tag { cgroup, level, weight, tax, smt, prio }) => {
+            let fields = [("level", level), ("weight", weight), ("tax", tax), ("smt", smt), ("prio", prio)];
+            return tag_cmd(&cgroup, fields, &cli.control_socket);
         }
         Some(Cmd::Untag { cgroup }) => return untag_cmd(&cgroup, &cli.control_socket),
         Some(Cmd::Tags) => return tags_cmd(),
@@ -433,6 +448,8 @@ fn run() -> Result<()> {
         control_path: cli.control_socket,
         emulate: cli.emulate,
         no_exit_notice: cli.no_exit_notice,
+        share_period_ms: cli.share_period_ms,
+        boost_threshold: cli.boost_threshold,
     };
     opts.validate()?;
     // One agent at a time, held across restarts; taken before anything is

@@ -1,0 +1,518 @@
+//! AASH's fast queue (Saez et al., §2.1, §2.3, §3.2, §3.4): who holds the
+//! scarce fast contexts — here the pairs the node manager can grant — while
+//! requesters outnumber them. Pure and deterministic: time is a count of
+//! accounting periods (`rotate()`, once per `--share-period-ms`), so that
+//! shares replay exactly in host tests.
+//!
+//! - **Shares**: at each period every awake requester earns, in credit, its
+//!   share of its class's contexts, n·w/Σw, water-filled (nobody's share
+//!   exceeds one context: what a heavy requester cannot use goes to the
+//!   others). The n with the most credit hold a context for the next period
+//!   and pay one. Equal weights take turns; otherwise the turns are
+//!   proportional to the weights (a deficit round robin across periods, the
+//!   role of AASH's fast credits). Ties: the current holder (one migration
+//!   less), then the heavier, then who asked first.
+//! - **Bounded credit**: credit is kept centred on zero and clamped to
+//!   ±[`CREDIT_BOUND`]; a newcomer starts at the mean; a sleeper earns
+//!   nothing, and one asleep long enough to give its object up (the agent's
+//!   sleeper release) leaves the queue and comes back as a newcomer. Nobody
+//!   banks credit to take a context for many periods in a row later.
+//! - **Classes** (§2.3, §3.4): high first — tagged `prio=high`, or *boosted*:
+//!   a group (cgroup) with at most `boost_threshold` awake requesters, a
+//!   sequential phase (0 disables) — then normal. Each class shares what it
+//!   gets as above; a class that gets no context earns nothing.
+//! - **Holding** (§3): a holder keeps its context for the whole period, so a
+//!   requester changes object at most once per period. A context freed
+//!   mid-period (its holder exits, withdraws, or sleeps long enough to be
+//!   released) goes to the best waiter at once — preferring one that did not
+//!   lose its context at this period's start — so no context idles while a
+//!   requester runs without one. Awake requesters rank before sleeping ones.
+//!   Before the first period nothing is held: the order is the static one
+//!   (class, weight, arrival), as the node manager had before periods.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One context held for one period, in credit units.
+pub const SCALE: i64 = 1 << 20;
+/// Credit is clamped to ±this: two periods' worth.
+pub const CREDIT_BOUND: i64 = 2 * SCALE;
+/// Default low-parallelism threshold: a group with one awake requester
+/// (AASH's experiments: "one").
+pub const BOOST_DEFAULT: usize = 1;
+
+/// What places a requester in a class: an explicit high priority (tag
+/// `prio=high`) and the group whose awake requesters are counted for the
+/// boost (the task's cgroup).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Member {
+    pub high: bool,
+    pub group: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    weight: u64,
+    /// Arrival order (the node manager's), the last tie-break.
+    seq: u64,
+    member: Member,
+    awake: bool,
+    /// Low parallelism in its group, as found at the last period's start.
+    boosted: bool,
+    credit: i64,
+    /// The period at whose start it lost its context: a mid-period fill
+    /// prefers others, so that it does not move twice in one period.
+    lost_at: Option<u64>,
+}
+
+impl Entry {
+    fn high(&self) -> bool {
+        self.member.high || self.boosted
+    }
+}
+
+#[derive(Debug)]
+pub struct FastShare {
+    entries: BTreeMap<i32, Entry>,
+    /// Accounting periods started so far (0: none yet, nothing is held).
+    period: u64,
+    boost_threshold: usize,
+}
+
+impl Default for FastShare {
+    fn default() -> Self {
+        Self::new(BOOST_DEFAULT)
+    }
+}
+
+impl FastShare {
+    pub fn new(boost_threshold: usize) -> Self {
+        FastShare { entries: BTreeMap::new(), period: 0, boost_threshold }
+    }
+
+    pub fn set_boost_threshold(&mut self, t: usize) {
+        self.boost_threshold = t;
+    }
+
+    pub fn period(&self) -> u64 {
+        self.period
+    }
+
+    /// A requester joins (or its weight or class changes: its credit stays).
+    pub fn join(&mut self, pid: i32, weight: u32, seq: u64, member: Member) {
+        if let Some(e) = self.entries.get_mut(&pid) {
+            e.weight = u64::from(weight.max(1));
+            e.member = member;
+            return;
+        }
+        let credit = self.mean_credit();
+        self.entries.insert(
+            pid,
+            Entry { weight: u64::from(weight.max(1)), seq, member, awake: true, boosted: false, credit, lost_at: None },
+        );
+    }
+
+    pub fn leave(&mut self, pid: i32) {
+        self.entries.remove(&pid);
+    }
+
+    /// The requester runs (or sleeps). Nothing moves now: it counts at the
+    /// next period, and in the order of mid-period fills.
+    pub fn set_awake(&mut self, pid: i32, awake: bool) {
+        if let Some(e) = self.entries.get_mut(&pid) {
+            e.awake = awake;
+        }
+    }
+
+    pub fn credit(&self, pid: i32) -> Option<i64> {
+        self.entries.get(&pid).map(|e| e.credit)
+    }
+
+    /// In the high class (explicitly or boosted at the last period's start)?
+    pub fn is_high(&self, pid: i32) -> bool {
+        self.entries.get(&pid).is_some_and(Entry::high)
+    }
+
+    fn mean_credit(&self) -> i64 {
+        if self.entries.is_empty() {
+            return 0;
+        }
+        self.entries.values().map(|e| e.credit).sum::<i64>() / self.entries.len() as i64
+    }
+
+    /// Sort key, best first: awake, class, credit, (held), weight, arrival.
+    fn rank(pid: i32, e: &Entry, held: bool) -> Rank {
+        (!e.awake, !e.high(), Reverse(e.credit), !held, Reverse(e.weight), e.seq, pid)
+    }
+
+    /// Between period starts: the `n` holders, given who holds a context now
+    /// (`holding`). Holders keep theirs (the best `n` if fewer contexts are
+    /// left); free contexts go to the best waiters.
+    pub fn pick(&self, n: usize, holding: &BTreeSet<i32>) -> BTreeSet<i32> {
+        if self.period == 0 {
+            let all = self.entries.iter().map(|(&p, e)| (Self::rank(p, e, false), p)).collect();
+            return best(all, n);
+        }
+        let kept = holding.iter().filter_map(|&p| self.entries.get(&p).map(|e| (Self::rank(p, e, true), p))).collect();
+        let mut out = best(kept, n);
+        if out.len() < n {
+            let now = Some(self.period);
+            let waiters = self
+                .entries
+                .iter()
+                .filter(|(p, _)| !out.contains(p))
+                .map(|(&p, e)| ((e.lost_at == now, Self::rank(p, e, false)), p))
+                .collect();
+            let free = n - out.len();
+            out.extend(best(waiters, free));
+        }
+        out
+    }
+
+    /// A period starts: account the shares, then choose the `n` holders for
+    /// this period (`holding`: who holds a context as the last one ends).
+    /// `runnable(group)`, if known, caps a group's awake count for the boost
+    /// (the agent's view of who sleeps is partial; BPF counts runnable tasks).
+    pub fn rotate(
+        &mut self,
+        n: usize,
+        holding: &BTreeSet<i32>,
+        runnable: impl Fn(u64) -> Option<usize>,
+    ) -> BTreeSet<i32> {
+        self.period += 1;
+        self.classify(runnable);
+        if self.entries.len() <= n {
+            // Everyone holds: nobody is owed anything, the books start over.
+            for e in self.entries.values_mut() {
+                e.credit = 0;
+                e.lost_at = None;
+            }
+            return self.entries.keys().copied().collect();
+        }
+        let awake = |high: bool| -> Vec<(i32, u64)> {
+            self.entries.iter().filter(|(_, e)| e.awake && e.high() == high).map(|(&p, e)| (p, e.weight)).collect()
+        };
+        let (high, normal) = (awake(true), awake(false));
+        let slots_high = n.min(high.len());
+        let slots_normal = (n - slots_high).min(normal.len());
+        for (pid, c) in shares(slots_high, &high).into_iter().chain(shares(slots_normal, &normal)) {
+            self.entries.get_mut(&pid).unwrap().credit += c;
+        }
+        let all = self.entries.iter().map(|(&p, e)| (Self::rank(p, e, holding.contains(&p)), p)).collect();
+        let chosen = best(all, n);
+        for &pid in &chosen {
+            self.entries.get_mut(&pid).unwrap().credit -= SCALE;
+        }
+        for pid in holding.difference(&chosen) {
+            if let Some(e) = self.entries.get_mut(pid) {
+                e.lost_at = Some(self.period);
+            }
+        }
+        // Centre and bound: only differences order requesters, and a
+        // newcomer (at the mean) then stands where everyone does on average.
+        let mean = self.mean_credit();
+        for e in self.entries.values_mut() {
+            e.credit = (e.credit - mean).clamp(-CREDIT_BOUND, CREDIT_BOUND);
+        }
+        chosen
+    }
+
+    /// Boost: groups with at most `boost_threshold` awake requesters.
+    fn classify(&mut self, runnable: impl Fn(u64) -> Option<usize>) {
+        let mut awake: BTreeMap<u64, usize> = BTreeMap::new();
+        for e in self.entries.values() {
+            *awake.entry(e.member.group).or_default() += usize::from(e.awake);
+        }
+        for (group, count) in awake.iter_mut() {
+            if let Some(r) = runnable(*group) {
+                *count = (*count).min(r);
+            }
+        }
+        for e in self.entries.values_mut() {
+            e.boosted = self.boost_threshold > 0 && awake[&e.member.group] <= self.boost_threshold;
+        }
+    }
+}
+
+type Rank = (bool, bool, Reverse<i64>, bool, Reverse<u64>, u64, i32);
+
+/// The `n` best by key (lowest first): a selection, not a sort, as this runs
+/// at every rebalance over every requester.
+fn best<K: Ord>(mut keyed: Vec<(K, i32)>, n: usize) -> BTreeSet<i32> {
+    if n == 0 {
+        return BTreeSet::new();
+    }
+    if keyed.len() > n {
+        keyed.select_nth_unstable_by(n - 1, |a, b| a.0.cmp(&b.0));
+        keyed.truncate(n);
+    }
+    keyed.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Each requester's share of `slots` contexts for one period, in credit:
+/// proportional to weight, none above one context (what the heaviest
+/// cannot use is shared among the rest, heaviest capped first).
+fn shares(slots: usize, members: &[(i32, u64)]) -> Vec<(i32, i64)> {
+    let mut by_weight: Vec<(i32, u64)> = members.to_vec();
+    by_weight.sort_by_key(|&(pid, w)| (Reverse(w), pid));
+    let mut total: u128 = by_weight.iter().map(|&(_, w)| u128::from(w)).sum();
+    let mut left = slots as u128;
+    let mut out = Vec::with_capacity(by_weight.len());
+    let mut rest = by_weight.as_slice();
+    while let Some((&(pid, w), tail)) = rest.split_first() {
+        if left == 0 || left * u128::from(w) < total {
+            break;
+        }
+        out.push((pid, SCALE));
+        left -= 1;
+        total -= u128::from(w);
+        rest = tail;
+    }
+    for &(pid, w) in rest {
+        let c = (left * SCALE as u128 * u128::from(w)).checked_div(total).unwrap_or(0);
+        out.push((pid, c as i64));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Requesters 1..=k of weight `w[i]` in group 0, joined in pid order.
+    fn queue(weights: &[u32], threshold: usize) -> FastShare {
+        let mut s = FastShare::new(threshold);
+        for (i, &w) in weights.iter().enumerate() {
+            s.join(i as i32 + 1, w, i as u64, Member::default());
+        }
+        s
+    }
+
+    /// Run `periods` periods of `n` contexts; periods held by each pid.
+    fn run(s: &mut FastShare, n: usize, periods: usize) -> BTreeMap<i32, usize> {
+        let mut held: BTreeMap<i32, usize> = s.entries.keys().map(|&p| (p, 0)).collect();
+        let mut holding = s.pick(n, &BTreeSet::new());
+        for _ in 0..periods {
+            holding = s.rotate(n, &holding, |_| None);
+            assert_eq!(holding.len(), n.min(s.entries.len()));
+            for p in &holding {
+                *held.entry(*p).or_default() += 1;
+            }
+        }
+        held
+    }
+
+    fn within(got: usize, want: f64, tol: f64) -> bool {
+        (got as f64 - want).abs() <= want * tol
+    }
+
+    #[test]
+    fn shares_are_water_filled() {
+        assert_eq!(shares(1, &[(1, 1), (2, 3)]), vec![(2, 3 * SCALE / 4), (1, SCALE / 4)]);
+        // 2 contexts, weights 100 : 1 : 1: the heavy one cannot hold two, so
+        // one context is split evenly between the others.
+        assert_eq!(shares(2, &[(1, 100), (2, 1), (3, 1)]), vec![(1, SCALE), (2, SCALE / 2), (3, SCALE / 2)]);
+        assert_eq!(shares(3, &[(1, 5), (2, 1)]), vec![(1, SCALE), (2, SCALE)]);
+        assert!(shares(0, &[(1, 1)]).iter().all(|&(_, c)| c == 0));
+    }
+
+    #[test]
+    fn heavy_weight_does_not_starve_the_light_ones() {
+        // One requester at 100x the others on 2 contexts: it holds one every
+        // period, the two light ones take turns on the other.
+        let mut s = queue(&[100, 1, 1], 0);
+        let held = run(&mut s, 2, 100);
+        assert_eq!(held[&1], 100);
+        assert!(within(held[&2], 50.0, 0.05) && within(held[&3], 50.0, 0.05), "{held:?}");
+    }
+
+    #[test]
+    fn credit_stays_bounded_and_sleepers_bank_nothing() {
+        // Two sleepers hold the contexts 3 runners leave over, and pay.
+        let mut s = queue(&[1, 1, 1, 1, 1], 0);
+        s.set_awake(4, false);
+        s.set_awake(5, false);
+        let mut holding = BTreeSet::new();
+        for _ in 0..100 {
+            holding = s.rotate(4, &holding, |_| None);
+            assert!(s.entries.values().all(|e| e.credit.abs() <= CREDIT_BOUND), "{:?}", s.entries);
+        }
+        // Asleep, it earns nothing.
+        let mut s = queue(&[1, 1, 1, 1], 0);
+        s.set_awake(4, false);
+        let mut holding = BTreeSet::new();
+        for _ in 0..100 {
+            holding = s.rotate(1, &holding, |_| None);
+        }
+        assert!(s.credit(4).unwrap().abs() < SCALE / 100, "{:?}", s.credit(4));
+        let mut s = queue(&[1, 1, 1, 1], 0);
+        // Credit from before it slept does not take a context from a runner.
+        s.entries.get_mut(&4).unwrap().credit = CREDIT_BOUND;
+        s.set_awake(4, false);
+        let mut holding = BTreeSet::new();
+        for _ in 0..500 {
+            holding = s.rotate(1, &holding, |_| None);
+            assert!(!holding.contains(&4), "a sleeper took a context from a runner");
+            for e in s.entries.values() {
+                assert!(e.credit.abs() <= CREDIT_BOUND, "{:?}", s.entries);
+            }
+        }
+        // Awake again after 500 periods: its turn and at most the two
+        // periods of credit it had, not a run of 500 / 4.
+        s.set_awake(4, true);
+        let mut turns = 0;
+        for _ in 0..8 {
+            holding = s.rotate(1, &holding, |_| None);
+            turns += usize::from(holding.contains(&4));
+        }
+        assert!(turns <= 4, "the long sleeper held {turns} of the next 8 periods");
+    }
+
+    #[test]
+    fn newcomers_start_at_the_mean() {
+        let mut s = queue(&[1, 1, 1], 0);
+        run(&mut s, 1, 7);
+        // The richest leaves mid-period: the others' mean is below zero.
+        let richest = *s.entries.iter().max_by_key(|(_, e)| e.credit).unwrap().0;
+        s.leave(richest);
+        let mean = s.mean_credit();
+        assert!(mean < 0);
+        s.join(9, 1, 99, Member::default());
+        assert_eq!(s.credit(9), Some(mean));
+    }
+
+    #[test]
+    fn before_the_first_period_the_order_is_static() {
+        // Class, then weight, then arrival: the node manager's order before periods.
+        let mut s = queue(&[1, 3, 2, 3], 0);
+        assert_eq!(s.pick(2, &[1, 3].into()), [2, 4].into());
+        s.join(1, 1, 0, Member { high: true, group: 0 });
+        assert_eq!(s.pick(2, &BTreeSet::new()), [1, 2].into());
+    }
+
+    // (a) 4 identical requesters, 1 context: equal shares.
+    #[test]
+    fn equal_weights_share_equally() {
+        let mut s = queue(&[1, 1, 1, 1], BOOST_DEFAULT);
+        let held = run(&mut s, 1, 100);
+        for (pid, &n) in &held {
+            assert!(within(n, 25.0, 0.05), "pid {pid}: {n} of 100 periods: {held:?}");
+        }
+    }
+
+    // (b) weights 1 : 3 on 1 context.
+    #[test]
+    fn weights_one_to_three_share_one_to_three() {
+        let mut s = queue(&[100, 300], BOOST_DEFAULT);
+        let held = run(&mut s, 1, 100);
+        assert!(within(held[&1], 25.0, 0.05) && within(held[&2], 75.0, 0.05), "{held:?}");
+        // And three requesters 1 : 2 : 3 on 2 contexts: 1/3, 2/3, 1.
+        let mut s = queue(&[1, 2, 3], BOOST_DEFAULT);
+        let held = run(&mut s, 2, 99);
+        assert!(within(held[&1], 33.0, 0.05) && within(held[&2], 66.0, 0.05) && held[&3] == 99, "{held:?}");
+    }
+
+    // (c) a high-priority requester holds every period; the rest share what is left.
+    #[test]
+    fn high_priority_first_normal_share_the_rest() {
+        let mut s = queue(&[1, 1, 1], BOOST_DEFAULT);
+        s.join(4, 1, 3, Member { high: true, group: 0 });
+        let held = run(&mut s, 2, 99);
+        assert_eq!(held[&4], 99, "{held:?}");
+        for pid in 1..=3 {
+            assert!(within(held[&pid], 33.0, 0.05), "pid {pid}: {held:?}");
+        }
+        // Even when it is the lightest and the others' credit is higher: the
+        // holder made high has just paid for its period, the others not.
+        let mut s = queue(&[10_000, 10_000, 1], BOOST_DEFAULT);
+        let mut holding: BTreeSet<i32> = [3].into();
+        s.entries.get_mut(&3).unwrap().credit = -SCALE;
+        s.entries.get_mut(&1).unwrap().credit = SCALE;
+        s.join(3, 1, 2, Member { high: true, group: 0 });
+        for _ in 0..50 {
+            holding = s.rotate(1, &holding, |_| None);
+            assert_eq!(holding, [3].into());
+        }
+    }
+
+    // (d) a group of 4 awake requesters drops to 1 awake: that one first.
+    #[test]
+    fn low_parallelism_boost() {
+        let build = |threshold| {
+            let mut s = FastShare::new(threshold);
+            for pid in 1..=8 {
+                s.join(pid, 1, pid as u64, Member { high: false, group: if pid <= 4 { 10 } else { 20 } });
+            }
+            s
+        };
+        let mut s = build(BOOST_DEFAULT);
+        let mut holding = BTreeSet::new();
+        let mut before = 0;
+        for _ in 0..40 {
+            holding = s.rotate(1, &holding, |_| None);
+            before += usize::from(holding.contains(&1));
+        }
+        assert!(before <= 6, "pid 1 held {before} of 40 periods while its group ran 4 threads");
+        for pid in 2..=4 {
+            s.set_awake(pid, false);
+        }
+        for i in 0..40 {
+            holding = s.rotate(1, &holding, |_| None);
+            assert_eq!(holding, [1].into(), "period {i} after the drop");
+        }
+        // Awake again: the boost ends at the next period, the others get turns.
+        for pid in 2..=4 {
+            s.set_awake(pid, true);
+        }
+        let mut after = 0;
+        for _ in 0..40 {
+            holding = s.rotate(1, &holding, |_| None);
+            after += usize::from(holding.contains(&1));
+        }
+        assert!(after <= 8, "pid 1 still held {after} of 40 periods");
+
+        // Threshold 0: no boost.
+        let mut s = build(0);
+        for pid in 2..=4 {
+            s.set_awake(pid, false);
+        }
+        let held = run(&mut s, 1, 50);
+        assert!(held[&1] <= 15, "{held:?}");
+
+        // The agent sees 4 awake, BPF counts 1 runnable in group 10: boosted.
+        let mut s = build(BOOST_DEFAULT);
+        let mut holding = BTreeSet::new();
+        for _ in 0..20 {
+            holding = s.rotate(1, &holding, |g| (g == 10).then_some(1));
+            assert!(holding.iter().all(|&p| p <= 4), "{holding:?}");
+        }
+    }
+
+    #[test]
+    fn credit_ties_keep_the_holder() {
+        // Equal credit: the holder stays (one migration less), whatever the arrival order.
+        let mut s = queue(&[1, 1], 0);
+        assert_eq!(s.rotate(1, &[2].into(), |_| None), [2].into());
+    }
+
+    // (f), the queue's part: a context freed mid-period goes to a waiter
+    // that did not just lose one, even one that asked later.
+    #[test]
+    fn a_fill_prefers_who_did_not_move_this_period() {
+        let mut s = queue(&[1, 1, 1, 1], 0);
+        let mut holding = s.pick(2, &BTreeSet::new());
+        assert_eq!(holding, [1, 2].into());
+        holding = s.rotate(2, &holding, |_| None);
+        assert_eq!(holding, [1, 2].into(), "credit ties: the holders keep theirs");
+        holding = s.rotate(2, &holding, |_| None);
+        assert_eq!(holding, [3, 4].into(), "1 and 2 lost theirs at this period's start");
+        s.join(5, 1, 5, Member::default());
+        s.leave(3);
+        holding.remove(&3);
+        let next = s.pick(2, &holding);
+        assert_eq!(next, [4, 5].into(), "the newcomer, not 1 or 2, which moved already");
+        // With nobody else waiting, the context does not idle.
+        s.leave(5);
+        assert_eq!(s.pick(2, &[4].into()).len(), 2);
+    }
+}
