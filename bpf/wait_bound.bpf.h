@@ -48,6 +48,15 @@ static void find_starved(u64 now)
 	bpf_for(c, 0, nr_cpus) {
 		struct cpu_ctx *cc = cpu_ctx(c);
 
+		/*
+		 * Named and not yet served: kick again. Only that CPU's own
+		 * dispatch serves the named task, and a kick that found it
+		 * busy, or one lost to hotplug, would otherwise be the last
+		 * (hotplug_storm once: the agent runnable on an idle CPU for
+		 * 200 s, no tick anywhere to let the kernel's watchdog see it).
+		 */
+		if (READ_ONCE(cc->starved_pid) && !cc->borrowed_by)
+			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
 		if (chameleon_guard_skips(scx_bpf_dsq_nr_queued(c), cc->starved_pid,
 					  cc->borrowed_by))
 			continue;
