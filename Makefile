@@ -1,6 +1,6 @@
 # Front door. Everything slow (the trixie toolchain root, cargo's target dir)
 # is cached under ${XDG_CACHE_HOME:-~/.cache}/scx_chameleon, keyed by its inputs.
-.PHONY: all setup build test test-host test-vm demo soak bench clean
+.PHONY: all setup build test test-host test-vm demo soak bench clean install uninstall
 
 all: build
 
@@ -41,3 +41,29 @@ bench:
 
 clean:
 	scripts/in-root --bind "$(CURDIR)" -- make -s -C /usr/src/linux-headers-$$(. scripts/config.sh; echo $$KVER) M="$(CURDIR)/kmod_proxy" clean
+
+# Install the agent, the systemd unit and its flags file (kept if present),
+# and the progress header for `tax=auto` applications. BIN is the agent to
+# install: `make build`'s (built in the trixie root, for trixie-era systems),
+# or your own `cargo build --release` on the target machine:
+#   sudo make install BIN=target/release/scx_chameleon
+# then `systemctl daemon-reload && systemctl enable --now scx_chameleon`.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
+BIN ?= build/scx_chameleon
+install:
+	@test -x "$(BIN)" || { echo "install: no agent at $(BIN) (make build, or BIN=target/release/scx_chameleon)" >&2; exit 1; }
+	install -D -m 0755 "$(BIN)" "$(DESTDIR)$(BINDIR)/scx_chameleon"
+	install -d "$(DESTDIR)$(UNITDIR)"
+	sed 's|@BINDIR@|$(BINDIR)|g' dist/scx_chameleon.service >"$(DESTDIR)$(UNITDIR)/scx_chameleon.service"
+	chmod 0644 "$(DESTDIR)$(UNITDIR)/scx_chameleon.service"
+	test -e "$(DESTDIR)$(SYSCONFDIR)/default/scx_chameleon" || \
+		install -D -m 0644 dist/scx_chameleon.default "$(DESTDIR)$(SYSCONFDIR)/default/scx_chameleon"
+	install -D -m 0644 include/chameleon_progress.h "$(DESTDIR)$(PREFIX)/include/chameleon_progress.h"
+
+# Leaves $(SYSCONFDIR)/default/scx_chameleon (your flags) in place.
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/scx_chameleon" "$(DESTDIR)$(UNITDIR)/scx_chameleon.service" \
+		"$(DESTDIR)$(PREFIX)/include/chameleon_progress.h"

@@ -145,6 +145,12 @@ static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 	u64 now = bpf_ktime_get_ns();
 	u32 cpu;
 
+	/* The exit path and its dump, tested on demand (--test-error-after-ms). */
+	if (test_error_after_ns && now - init_at >= test_error_after_ns) {
+		scx_bpf_error("test-only error, %llu ms after init (--test-error-after-ms)",
+			      (now - init_at) / 1000000);
+		return 0;
+	}
 	guard_objects(now);
 	bpf_for(cpu, 0, nr_cpus) {
 		struct rep_ctx *rc = rep_ctx(cpu);

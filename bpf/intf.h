@@ -62,7 +62,12 @@ enum chameleon_prio {
 struct chameleon_tag {
 	u32	level;		/* 1..CHAMELEON_OBJ_MAX_LEVEL: object of 2^level CPUs */
 	u32	weight;		/* 1..10000: claim on contended fast contexts; 0: cpu.weight's */
-	u32	tax;		/* hundredths, 1..10000 (0.01 .. 100) */
+	/*
+	 * Hundredths, 1..10000 (0.01 .. 100); 0: auto, each task's tax set by
+	 * the agent from its measured speed-up. The policy never reads it:
+	 * it charges the assignment's tax, which is always 1..10000.
+	 */
+	u32	tax;
 	u32	smt;		/* enum chameleon_smt */
 	u32	prio;		/* enum chameleon_prio */
 };
@@ -103,7 +108,7 @@ enum chameleon_assign_flags {
 struct chameleon_assignment {
 	u32	nr_cpus;	/* 2, 4 or 8 */
 	u32	generation;	/* changes whenever the CPUs change */
-	u32	tax;		/* hundredths */
+	u32	tax;		/* hundredths, 1..10000 (an auto tag's: the agent's choice) */
 	u32	flags;		/* enum chameleon_assign_flags */
 	s32	cpus[CHAMELEON_OBJ_MAX_CPUS];
 };

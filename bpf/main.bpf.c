@@ -82,6 +82,10 @@ char _license[] SEC("license") = "GPL";
 const volatile u64 slice_ns = 5ULL * 1000 * 1000;
 const volatile u32 nr_cpus = 1;	/* possible CPUs, <= CHAMELEON_MAX_CPUS */
 const volatile s32 agent_tgid;	/* the agent's own threads are not load */
+const volatile u64 run_id;	/* --run-id, for the exit dump */
+/* Test only: scx_bpf_error() this long after init (guard.bpf.h; 0: never). */
+const volatile u64 test_error_after_ns;
+u64 init_at;
 
 /*
  * The longest a task waits behind one heavier task on an ordinary queue.
@@ -1044,6 +1048,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(chameleon_init)
 			      CHAMELEON_MAX_CPUS);
 		return -E2BIG;
 	}
+	init_at = bpf_ktime_get_ns();
 	online = scx_bpf_get_online_cpumask();
 	bpf_for(cpu, 0, nr_cpus) {
 		if (cpu < CHAMELEON_MAX_CPUS)

@@ -56,6 +56,6 @@ for src in "$repo"/tests/vm/tools/*.c; do
 	[ -e "$src" ] || continue
 	bin=$tools/$(basename "$src" .c)
 	"$here/in-root" --bind "$repo" -- \
-		gcc-14 -O2 -Wall -Werror -I"$repo/kmod_proxy" -o "$bin" "$src"
+		gcc-14 -O2 -Wall -Werror -I"$repo/kmod_proxy" -I"$repo/include" -o "$bin" "$src"
 done
 log "done: agent $((t1 - t0)) s, module $((t2 - t1)) s"

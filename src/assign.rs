@@ -9,17 +9,18 @@
 //! by BPF's count of its runnable tasks. Data flows one way: tag -> map ->
 //! BPF -> event -> here -> map.
 
+use crate::auto_tax::{Controller, Decision, Phase};
 use crate::bpf_intf;
 use crate::event::{Event, Kind};
 use crate::fast_share::Member;
 use crate::node_manager::{Change, NodeManager, Object, Request};
 use crate::scheduler::as_bytes;
 use crate::status::{Live, Status};
-use crate::tag::{Prio, Props};
+use crate::tag::{tax_text, Prio, Props};
 use libbpf_rs::{MapCore, MapFlags};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
-use tracing::warn;
+use tracing::{debug, warn};
 
 pub const RECONCILE_EVERY: Duration = Duration::from_secs(1);
 /// A tagged task asleep this long gives its object up until it wakes: CPUs
@@ -27,6 +28,28 @@ pub const RECONCILE_EVERY: Duration = Duration::from_secs(1);
 pub const SLEEP_RELEASE: Duration = Duration::from_millis(100);
 /// Reconciles in a row a new untagged load must be seen before it counts.
 const UNTAGGED_STEADY: u32 = 3;
+const AUTO_EVERY: Duration = Duration::from_millis(crate::auto_tax::INTERVAL_MS);
+
+/// A tagged task whose tag says `tax=auto`: its controller, where its
+/// progress comes from, and what is published for it now.
+struct AutoTask {
+    ctl: Controller,
+    probe: crate::progress::Probe,
+    now: Decision,
+    /// The tax last printed, and whether a speed-up was printed with it:
+    /// the first estimate is printed even if it leaves the tax where it
+    /// was (a task measured at 1.3x stays at 1.00, and a reader of the log
+    /// would see no speed-up at all).
+    shown: Option<(u32, bool)>,
+}
+
+impl AutoTask {
+    fn new(pid: i32) -> Self {
+        let ctl = Controller::new();
+        let now = Decision { tax: ctl.tax(), withdraw: false };
+        AutoTask { ctl, probe: crate::progress::Probe::new(pid), now, shown: None }
+    }
+}
 
 pub struct Assigner {
     manager: NodeManager,
@@ -57,6 +80,9 @@ pub struct Assigner {
     /// Accounting period of the fast contexts, and when the last one started.
     share_period: Duration,
     last_rotate: Instant,
+    /// Requesters whose tax is automatic (auto_tax.rs), by pid.
+    auto: HashMap<i32, AutoTask>,
+    last_auto: Instant,
 }
 
 /// Nanoseconds on the clock bpf_ktime_get_ns() uses, to time decisions
@@ -151,6 +177,8 @@ impl Assigner {
             ignore_exits: false,
             share_period: Duration::from_millis(30),
             last_rotate: Instant::now(),
+            auto: HashMap::new(),
+            last_auto: Instant::now(),
         }
     }
 
@@ -166,14 +194,24 @@ impl Assigner {
         self
     }
 
+    /// The tax a task pays now: its tag's, or its controller's (always
+    /// 1..=10000: an auto tag's 0 never reaches BPF).
+    fn tax_of(&self, pid: i32) -> u32 {
+        match (self.auto.get(&pid), self.requesters.get(&pid)) {
+            (Some(a), _) => a.now.tax,
+            (None, Some((p, _, _))) if !p.auto_tax() => p.tax,
+            _ => crate::tag::TAX_ONE,
+        }
+    }
+
     /// The BPF value for a task's object.
-    fn value(obj: &Object, props: Option<&Props>) -> bpf_intf::chameleon_assignment {
+    fn value(&self, pid: i32, obj: &Object) -> bpf_intf::chameleon_assignment {
         let mut a = bpf_intf::chameleon_assignment {
             nr_cpus: obj.cpus.len() as u32,
             generation: obj.gen,
-            tax: props.map_or(100, |p| p.tax),
+            tax: self.tax_of(pid),
             // uni: the core stays its owner's while it runs (see intf.h).
-            flags: match props.map(|p| p.smt) {
+            flags: match self.requesters.get(&pid).map(|(p, _, _)| p.smt) {
                 Some(crate::tag::Smt::Uni) => bpf_intf::chameleon_assign_flags_CHAMELEON_ASSIGN_HOLD,
                 // kwork: held as well, its sibling the kernel-work context.
                 Some(crate::tag::Smt::Kwork) => {
@@ -201,7 +239,7 @@ impl Assigner {
             let key = ch.pid.to_ne_bytes();
             match &ch.object {
                 Some(o) => {
-                    let value = Self::value(o, self.requesters.get(&ch.pid).map(|(p, _, _)| p));
+                    let value = self.value(ch.pid, o);
                     crate::out!(
                         "assign pid={} cpus={:?} gen={} tax={}.{:02} ts_ns={}",
                         ch.pid,
@@ -211,6 +249,11 @@ impl Assigner {
                         value.tax % 100,
                         monotonic_ns()
                     );
+                    // Withdrawn for a native sample (auto tax): published
+                    // when that ends, from the manager's object then.
+                    if self.auto.get(&ch.pid).is_some_and(|a| a.now.withdraw) {
+                        continue;
+                    }
                     if let Err(e) = map.update(&key, as_bytes(&value), MapFlags::ANY) {
                         warn!("publishing the object of pid {}: {e}", ch.pid);
                     }
@@ -281,9 +324,18 @@ impl Assigner {
             Kind::Demand => match self.tag_of(ev.cgroup_id, tags) {
                 Some(props) if ev.level > 0 => {
                     let old = self.requesters.insert(ev.pid, (props, ev.level, ev.cgroup_id));
+                    if props.auto_tax() {
+                        self.auto.entry(ev.pid).or_insert_with(|| AutoTask::new(ev.pid));
+                    } else {
+                        // Retagged to a fixed tax: published below with it
+                        // (and no longer withdrawn).
+                        self.auto.remove(&ev.pid);
+                    }
                     let weight = Self::claim_of(&props, ev.cgroup_id, cg_weights);
                     let member = Self::member(&props, ev.cgroup_id);
-                    let mut changes = self.manager.request_as(ev.pid, Request { level: ev.level, weight }, member);
+                    // Its affinity before its first placement (no change to publish yet).
+                    let mut changes = self.manager.set_allowed(ev.pid, crate::affinity::of(ev.pid));
+                    changes.extend(self.manager.request_as(ev.pid, Request { level: ev.level, weight }, member));
                     // Same CPUs but a new tax: BPF still needs the new value.
                     if old.is_some_and(|(p, _, _)| p != props) && !changes.iter().any(|c| c.pid == ev.pid) {
                         if let Some(o) = self.manager.object(ev.pid) {
@@ -308,7 +360,9 @@ impl Assigner {
                 match (self.dormant.remove(&ev.pid), self.requesters.get(&ev.pid)) {
                     (true, Some(&(p, level, cgid))) => {
                         let weight = Self::claim_of(&p, cgid, cg_weights);
-                        self.manager.request_as(ev.pid, Request { level, weight }, Self::member(&p, cgid))
+                        let mut changes = self.manager.set_allowed(ev.pid, crate::affinity::of(ev.pid));
+                        changes.extend(self.manager.request_as(ev.pid, Request { level, weight }, Self::member(&p, cgid)));
+                        changes
                     }
                     _ => Vec::new(),
                 }
@@ -334,6 +388,7 @@ impl Assigner {
     fn withdraw(&mut self, pid: i32) -> Vec<Change> {
         self.asleep.remove(&pid);
         self.dormant.remove(&pid);
+        self.auto.remove(&pid);
         if self.requesters.remove(&pid).is_none() {
             return Vec::new();
         }
@@ -378,9 +433,10 @@ impl Assigner {
     }
 
     /// Called from the agent's loop with the runnable untagged tasks now
-    /// (untagged_runnable): sample the load; once a second drop requesters
-    /// that are gone and keep CPUs native for the untagged load.
-    pub fn tick(&mut self, map: &dyn MapCore, untagged_now: usize) {
+    /// (untagged_runnable): sample the load; run the automatic taxes
+    /// (`task_ctxs`: BPF's task contexts, for fused time); once a second drop
+    /// requesters that are gone and keep CPUs native for the untagged load.
+    pub fn tick(&mut self, map: &dyn MapCore, task_ctxs: &dyn MapCore, untagged_now: usize) {
         self.running_samples.push(untagged_now);
         let sleepers: Vec<i32> = self
             .asleep
@@ -393,6 +449,7 @@ impl Assigner {
             let changes = self.manager.release(pid);
             self.publish(map, changes, None);
         }
+        self.auto_tick(map, task_ctxs);
         if self.last_reconcile.elapsed() < RECONCILE_EVERY {
             return;
         }
@@ -407,8 +464,14 @@ impl Assigner {
             self.requesters.remove(pid);
             self.asleep.remove(pid);
             self.dormant.remove(pid);
+            self.auto.remove(pid);
         }
         let mut changes = self.manager.reconcile(|pid| !gone.contains(&pid));
+        // Affinity changes (taskset, cpuset) send no event: read them here.
+        let pids: Vec<i32> = self.manager.requesters().map(|(pid, _)| pid).collect();
+        for pid in pids {
+            changes.extend(self.manager.set_allowed(pid, crate::affinity::of(pid)));
+        }
         // A cpu_online/cpu_offline event lost (ring buffer full) would leave
         // the CPU list wrong for good: the kernel's own list decides.
         if let Some(online) = online_cpus() {
@@ -445,11 +508,96 @@ impl Assigner {
         }
         self.last_rotate = Instant::now();
         let changes = if self.manager.contended() {
-            self.manager.rotate_with(|cgid| Self::runnable_of(cg_weights, cgid))
+            // Where those without a pair wait: one that gains a pair around
+            // that CPU is its representative there (node_manager.rs), so
+            // fewer tasks migrate.
+            let waiting: BTreeMap<i32, usize> = self
+                .requesters
+                .keys()
+                .filter(|&&pid| self.manager.object(pid).is_none())
+                .filter_map(|&pid| Some((pid, crate::affinity::cpu_of(pid)?)))
+                .collect();
+            self.manager.rotate_at(|cgid| Self::runnable_of(cg_weights, cgid), waiting)
         } else {
             self.manager.rotate()
         };
         self.publish(map, changes, None);
+    }
+
+    /// Each auto-tax task's controller, once per interval (auto_tax.rs):
+    /// sample it, and publish what it decides through its assignment like
+    /// any tax, or withdraw the assignment for a native exploration (the
+    /// node manager keeps the object: it comes back as it was, and a
+    /// rebalance meanwhile is published when it does).
+    fn auto_tick(&mut self, map: &dyn MapCore, task_ctxs: &dyn MapCore) {
+        if self.auto.is_empty() || self.last_auto.elapsed() < AUTO_EVERY {
+            return;
+        }
+        self.last_auto = Instant::now();
+        let pids: Vec<i32> = self.auto.keys().copied().collect();
+        for pid in pids {
+            let fused = crate::progress::fused_ns(task_ctxs, pid);
+            let Some(at) = self.auto.get_mut(&pid) else { continue };
+            let (sample, changed) = at.probe.sample(monotonic_ns(), fused);
+            if changed {
+                at.ctl.reset_samples();
+                crate::out!("autotax pid={pid} source={}", at.probe.source().name());
+            }
+            if let Some(s) = sample {
+                debug!(
+                    "autotax pid={pid} sample wall_us={} cpu_us={} fused_us={} progress={} phase={:?}",
+                    s.wall_ns / 1000,
+                    s.cpu_ns / 1000,
+                    s.fused_ns / 1000,
+                    s.progress,
+                    at.ctl.phase()
+                );
+            }
+            let was = at.now;
+            at.now = at.ctl.step(sample);
+            let now = at.now;
+            if let Some(r) = at.ctl.take_pair() {
+                debug!("autotax pid={pid} pair={r:.3} pairs={}", at.ctl.pairs());
+            }
+            let explore = match at.ctl.phase() {
+                Phase::ExploreNative if !was.withdraw => Some("native"),
+                Phase::ExploreFused if was.tax != now.tax => Some("fused"),
+                _ => None,
+            };
+            if let Some(kind) = explore {
+                // Once it has its first ratios there is one every 3 s: debug.
+                if at.ctl.pairs() < crate::auto_tax::MIN_PAIRS {
+                    crate::out!("autotax pid={pid} explore={kind}");
+                } else {
+                    debug!("autotax pid={pid} explore={kind}");
+                }
+            }
+            let tax = at.ctl.tax();
+            let shown = Some((tax, at.ctl.speedup().is_some()));
+            if at.shown != shown {
+                at.shown = shown;
+                let speedup = at.ctl.speedup().map_or("-".into(), |s| format!("{s:.2}"));
+                crate::out!("autotax pid={pid} speedup={speedup} tax={}", tax_text(tax));
+                self.dirty = true;
+            }
+            if now == was {
+                continue;
+            }
+            let Some(o) = self.manager.object(pid) else { continue };
+            let key = pid.to_ne_bytes();
+            let r = if now.withdraw {
+                // BPF splits a fused object at its next tick (RETAG).
+                map.delete(&key)
+            } else {
+                // Back with the same generation: its virtual threads keep
+                // their places, behind by one exploration's time at most,
+                // which its next fused run repays at its tax.
+                map.update(&key, as_bytes(&self.value(pid, o)), MapFlags::ANY)
+            };
+            if let Err(e) = r {
+                warn!("auto tax of pid {pid}: {e}");
+            }
+        }
     }
 
     /// Some tagged task is known: the untagged load is sampled and
@@ -458,16 +606,39 @@ impl Assigner {
         !self.requesters.is_empty() || !self.asleep.is_empty()
     }
 
-    /// Write the status file if anything changed or `force`; `live` is what
-    /// only the scheduler can see (CPU states, counters).
-    pub fn write_status(&mut self, mut live: Live, force: bool) {
-        if !(self.dirty || force) {
-            return;
-        }
+    /// Is the status file due: `force`, or something changed? Written at
+    /// once, not held back to spare the agent while pairs rotate every
+    /// 30 ms: written at most every 100 ms it aliased with the rotation
+    /// (fast_share's samples gave one task 31-32 turns of 40 where equal
+    /// turns give 27; written at once, 22 and 29).
+    pub fn status_due(&self, force: bool) -> bool {
+        force || self.dirty
+    }
+
+    /// Write the status file; `live` is what only the scheduler can see
+    /// (CPU states, counters).
+    pub fn write_status(&mut self, mut live: Live) {
         self.dirty = false;
         live.tags = self.tags.iter().map(|(&id, p)| (id, p.encode())).collect();
         live.tags.sort();
         live.owners = self.requesters.iter().map(|(&pid, &(_, _, cg))| (pid, cg)).collect();
+        live.auto_tax = self
+            .auto
+            .iter()
+            .map(|(&pid, a)| crate::status::AutoTaxStatus {
+                pid,
+                tax: a.ctl.tax(),
+                speedup: a.ctl.speedup().filter(|s| s.is_finite()),
+                source: a.probe.source().name().into(),
+                pairs: a.ctl.pairs(),
+                exploring: match a.ctl.phase() {
+                    Phase::Normal => None,
+                    Phase::ExploreNative => Some("native".into()),
+                    Phase::ExploreFused => Some("fused".into()),
+                },
+            })
+            .collect();
+        live.auto_tax.sort_by_key(|a| a.pid);
         self.status.write(&self.manager, &live);
     }
 }

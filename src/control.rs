@@ -22,6 +22,9 @@ use std::time::Duration;
 pub const DEFAULT_PATH: &str = "/run/scx_chameleon/control.sock";
 pub const VERSION: u32 = 1;
 pub const MAX_MESSAGE: usize = 4096;
+/// An answer can be long (`tags` lists every tagged cgroup); this bounds
+/// what a client reads from an agent that misbehaves.
+pub const MAX_ANSWER: usize = 16 << 20;
 /// The whole request must arrive within this (not each read: a client
 /// trickling a byte at a time must not hold the agent's loop for long).
 pub const REQUEST_DEADLINE: Duration = Duration::from_millis(500);
@@ -45,6 +48,11 @@ pub enum Op {
     },
     /// Give parked CPUs back.
     Unpark { cpus: String },
+    /// Re-read the rules file (as SIGHUP does); a bad file is refused and
+    /// the rules in force stay.
+    ReloadRules,
+    /// Every tag in force with where it comes from (answered in `tags`).
+    Tags,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,14 +69,20 @@ pub struct Response {
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The answer to `tags`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<crate::tag_source::Listed>>,
 }
 
 impl Response {
     pub fn ok(detail: impl Into<String>) -> Self {
-        Response { ok: true, error: None, detail: Some(detail.into()) }
+        Response { ok: true, error: None, detail: Some(detail.into()), tags: None }
     }
     pub fn err(e: impl std::fmt::Display) -> Self {
-        Response { ok: false, error: Some(e.to_string()), detail: None }
+        Response { ok: false, error: Some(e.to_string()), detail: None, tags: None }
+    }
+    pub fn tags(tags: Vec<crate::tag_source::Listed>) -> Self {
+        Response { ok: true, error: None, detail: None, tags: Some(tags) }
     }
 }
 
@@ -85,14 +99,14 @@ pub fn parse_request(data: &[u8]) -> Result<Request> {
         Some(v) => bail!("protocol version {v}: this agent speaks {VERSION}"),
         None => bail!("message has no protocol version \"v\""),
     }
-    serde_json::from_value(value).context("not a known request (ops: reload, ping, subscribe, park, unpark)")
+    serde_json::from_value(value).context("not a known request (ops: reload, ping, subscribe, park, unpark, reload_rules, tags)")
 }
 
-/// Read one line (up to MAX_MESSAGE + 1 bytes, to detect oversize), all of
-/// it before `deadline`.
-fn read_line(stream: &mut UnixStream, deadline: std::time::Instant) -> Result<Vec<u8>> {
+/// Read one line (up to `max` + 1 bytes, to detect oversize), all of it
+/// before `deadline`.
+fn read_line(stream: &mut UnixStream, deadline: std::time::Instant, max: usize) -> Result<Vec<u8>> {
     let mut buf = Vec::new();
-    let mut chunk = [0u8; 512];
+    let mut chunk = [0u8; 4096];
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
@@ -110,7 +124,7 @@ fn read_line(stream: &mut UnixStream, deadline: std::time::Instant) -> Result<Ve
             break;
         }
         buf.extend_from_slice(&chunk[..n]);
-        if buf.contains(&b'\n') || buf.len() > MAX_MESSAGE {
+        if buf[buf.len() - n..].contains(&b'\n') || buf.len() > max {
             break;
         }
     }
@@ -225,7 +239,7 @@ impl Server {
             let resp = if !peer_is_root(&stream) {
                 Response::err("the control socket is for root only")
             } else {
-                match read_line(&mut stream, deadline).and_then(|d| parse_request(&d)) {
+                match read_line(&mut stream, deadline, MAX_MESSAGE).and_then(|d| parse_request(&d)) {
                     Ok(Request { op: Op::Subscribe, .. }) => {
                         subscribe = true;
                         Response::ok("subscribed")
@@ -289,7 +303,10 @@ pub fn send(path: &Path, op: Op) -> Result<Response> {
     let mut line = serde_json::to_vec(&Request { v: VERSION, op })?;
     line.push(b'\n');
     stream.write_all(&line)?;
-    let data = read_line(&mut stream, std::time::Instant::now() + Duration::from_secs(5))?;
+    let data = read_line(&mut stream, std::time::Instant::now() + Duration::from_secs(5), MAX_ANSWER)?;
+    if data.len() > MAX_ANSWER {
+        bail!("the agent's answer is longer than {MAX_ANSWER} bytes");
+    }
     serde_json::from_slice(&data).context("the agent's answer is not valid")
 }
 
@@ -299,13 +316,15 @@ mod tests {
 
     #[test]
     fn requests_round_trip() {
-        for op in [Op::Ping, Op::Reload { cgroup: "/sys/fs/cgroup/seq".into() }] {
+        for op in [Op::Ping, Op::Reload { cgroup: "/sys/fs/cgroup/seq".into() }, Op::ReloadRules, Op::Tags] {
             let req = Request { v: VERSION, op };
             let line = serde_json::to_vec(&req).unwrap();
             assert_eq!(parse_request(&line).unwrap(), req);
         }
         let wire = br#"{"v":1,"op":"reload","cgroup":"/sys/fs/cgroup/a"}"#;
         assert_eq!(parse_request(wire).unwrap().op, Op::Reload { cgroup: "/sys/fs/cgroup/a".into() });
+        assert_eq!(parse_request(br#"{"v":1,"op":"reload_rules"}"#).unwrap().op, Op::ReloadRules);
+        assert_eq!(parse_request(br#"{"v":1,"op":"tags"}"#).unwrap().op, Op::Tags);
     }
 
     #[test]
@@ -343,7 +362,7 @@ mod tests {
         });
         let answer = |s: &mut UnixStream| -> Response {
             let deadline = std::time::Instant::now() + Duration::from_secs(5);
-            serde_json::from_slice(&read_line(s, deadline).unwrap()).unwrap()
+            serde_json::from_slice(&read_line(s, deadline, MAX_ANSWER).unwrap()).unwrap()
         };
         let a = answer(&mut bad);
         if unsafe { libc::geteuid() } == 0 {

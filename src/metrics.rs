@@ -7,7 +7,9 @@ use crate::stats::Totals;
 use scx_stats::prelude::*;
 use scx_stats_derive::Stats;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Stats)]
@@ -51,10 +53,44 @@ pub struct Metrics {
     pub proxy_lent_ipis: u64,
     #[stat(desc = "local timer interrupts lent CPUs still took while lent")]
     pub proxy_lent_timers: u64,
+    #[stat(desc = "the agent's --run-id (0: none given)")]
+    pub run_id: u64,
+    /// Read from the kernel when a client asks (kernel_events.rs), so they
+    /// are as fresh as the file; absent on kernels without it.
+    #[stat(desc = "the kernel's sched_ext event counters for this scheduler (bypass_duration in ns)")]
+    #[serde(default)]
+    pub kernel_events: BTreeMap<String, u64>,
+    /// When the agent read the counters above (it does once a second), so a
+    /// reader polling at another pace takes rates over the agent's period,
+    /// not its own (at 0.5 s it would see 0 and twice the rate in turn).
+    #[stat(desc = "when the counters were read: CLOCK_MONOTONIC in ms (0: not yet)")]
+    #[serde(default)]
+    pub sampled_ms: u64,
 }
 
+/// Fields that describe the sample, not the machine: not exported.
+const NOT_EXPORTED: &[&str] = &["sampled_ms"];
+
 /// Fields that are a level now, not a running count (OpenMetrics gauges).
-const GAUGES: &[&str] = &["proxy_module_loaded", "proxy_kfuncs_bound", "proxy_lent_cpus", "proxy_irqs_moved"];
+const GAUGES: &[&str] = &["run_id", "proxy_module_loaded", "proxy_kfuncs_bound", "proxy_lent_cpus", "proxy_irqs_moved"];
+
+/// Fields that are a set of counters of one family, told apart by a label
+/// (field, label name): one TYPE line, one sample per key.
+const LABELLED: &[(&str, &str)] = &[("kernel_events", "event")];
+
+/// An OpenMetrics label value: backslash, double quote and newline escaped
+/// (the kernel's names never have them, but a label must not break the line).
+fn label_value(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// CLOCK_MONOTONIC in ms: system-wide, so an agent and a reader agree on it.
+pub fn monotonic_ms() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes only into `ts`.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+}
 
 impl Metrics {
     pub fn from_totals(t: &Totals, events_dropped: u64) -> Metrics {
@@ -90,6 +126,11 @@ impl Metrics {
         self
     }
 
+    pub fn with_run_id(mut self, run_id: Option<u64>) -> Metrics {
+        self.run_id = run_id.unwrap_or(0);
+        self
+    }
+
     /// OpenMetrics text exposition: monotonic counters (`_total`) and the
     /// few gauges in GAUGES.
     pub fn openmetrics(&self) -> String {
@@ -97,8 +138,20 @@ impl Metrics {
         let meta = Metrics::meta();
         let mut out = String::new();
         for (name, field) in &meta.fields {
-            let value = v.get(name).and_then(|x| x.as_u64()).unwrap_or(0);
+            if NOT_EXPORTED.contains(&name.as_str()) {
+                continue;
+            }
             let desc = field.attrs.desc.as_deref().unwrap_or("");
+            if let Some((_, label)) = LABELLED.iter().find(|(f, _)| f == name) {
+                let _ = writeln!(out, "# TYPE chameleon_{name} counter");
+                let _ = writeln!(out, "# HELP chameleon_{name} {desc}");
+                for (key, value) in v.get(name).and_then(|x| x.as_object()).into_iter().flatten() {
+                    let value = value.as_u64().unwrap_or(0);
+                    let _ = writeln!(out, "chameleon_{name}_total{{{label}=\"{}\"}} {value}", label_value(key));
+                }
+                continue;
+            }
+            let value = v.get(name).and_then(|x| x.as_u64()).unwrap_or(0);
             let gauge = GAUGES.contains(&name.as_str());
             let _ = writeln!(out, "# TYPE chameleon_{name} {}", if gauge { "gauge" } else { "counter" });
             let _ = writeln!(out, "# HELP chameleon_{name} {desc}");
@@ -109,11 +162,37 @@ impl Metrics {
     }
 }
 
-/// Serve `latest` on the scx_stats socket until the process exits.
+/// `--help-stats`: every statistic and what it means (scx_stats' own format).
+pub fn describe(w: &mut impl std::io::Write) -> anyhow::Result<()> {
+    StatsServerData::<(), ()>::new().add_meta(Metrics::meta()).describe_meta(w, None)
+}
+
+/// Serve `latest` on the scx_stats socket until the process exits, with the
+/// kernel's event counters read at each request (a reader comparing them
+/// with the kernel file sees the same instant, not the last second's).
 pub fn serve(latest: Arc<Mutex<Metrics>>) -> anyhow::Result<StatsServer<(), ()>> {
+    // One warning per agent run: a client polling every second must not
+    // fill the log with the same complaint.
+    let warned = AtomicBool::new(false);
     let data = StatsServerData::<(), ()>::new().add_meta(Metrics::meta()).add_stats(
         "top",
-        Box::new(move |_args, _chan| latest.lock().unwrap().to_json()),
+        Box::new(move |_args, _chan| {
+            let mut m = latest.lock().unwrap().clone();
+            match crate::kernel_events::read(std::path::Path::new(crate::kernel_events::PATH)) {
+                Ok(p) => {
+                    if !p.errors.is_empty() && !warned.swap(true, Ordering::Relaxed) {
+                        tracing::warn!("{}: {}", crate::kernel_events::PATH, p.errors.join("; "));
+                    }
+                    m.kernel_events = p.counters;
+                }
+                Err(e) => {
+                    if !warned.swap(true, Ordering::Relaxed) {
+                        tracing::warn!("reading {}: {e}", crate::kernel_events::PATH);
+                    }
+                }
+            }
+            m.to_json()
+        }),
     );
     StatsServer::new(data).launch()
 }
@@ -140,8 +219,23 @@ mod tests {
         assert!(text.contains("chameleon_split_total 5\n"), "{text}");
         assert!(text.contains("# HELP chameleon_proxy_served per-CPU kthreads"), "{text}");
         assert!(text.ends_with("# EOF\n"));
-        assert_eq!(text.matches("# TYPE").count(), 19);
+        assert_eq!(text.matches("# TYPE").count(), 21);
         assert!(text.contains("chameleon_proxy_module_loaded 0\n"), "no module: loaded 0\n{text}");
+        assert!(!text.contains("sampled_ms"), "the sample's time is not a metric: {text}");
+    }
+
+    #[test]
+    fn the_run_id_is_a_gauge_and_help_stats_describes_every_field() {
+        let text = Metrics::default().with_run_id(Some(4242)).openmetrics();
+        assert!(text.contains("# TYPE chameleon_run_id gauge\n"), "{text}");
+        assert!(text.contains("\nchameleon_run_id 4242\n"), "{text}");
+        let mut out = Vec::new();
+        describe(&mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        for (name, _) in &Metrics::meta().fields {
+            assert!(out.contains(name.as_str()), "--help-stats lacks {name}:\n{out}");
+        }
+        assert!(out.contains("objects fused whole"), "{out}");
     }
 
     #[test]
@@ -178,5 +272,35 @@ mod tests {
         // One TYPE per family, no gauge with a _total sample.
         assert_eq!(text.matches("# TYPE chameleon_proxy_lent_cpus ").count(), 1);
         assert!(!text.contains("chameleon_proxy_lent_cpus_total"));
+    }
+
+    #[test]
+    fn kernel_events_are_one_labelled_counter_family() {
+        let events = crate::kernel_events::parse("SCX_EV_SELECT_CPU_FALLBACK 12\nSCX_EV_DISPATCH_KEEP_LAST 3\n");
+        let m = Metrics { kernel_events: events.counters, ..Default::default() };
+        let text = m.openmetrics();
+        assert!(text.contains("# TYPE chameleon_kernel_events counter\n"), "{text}");
+        assert!(text.contains("chameleon_kernel_events_total{event=\"select_cpu_fallback\"} 12\n"), "{text}");
+        assert!(text.contains("chameleon_kernel_events_total{event=\"dispatch_keep_last\"} 3\n"), "{text}");
+        assert_eq!(text.matches("# TYPE chameleon_kernel_events ").count(), 1);
+        assert!(!text.contains("chameleon_kernel_events_total 0"), "no unlabelled sample: {text}");
+        assert!(text.ends_with("# EOF\n"));
+        // None (an older kernel): the family is declared, with no samples.
+        let text = Metrics::default().openmetrics();
+        assert!(text.contains("# TYPE chameleon_kernel_events counter\n"), "{text}");
+        assert!(!text.contains("chameleon_kernel_events_total"), "{text}");
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    #[test]
+    fn json_from_an_agent_without_kernel_events_still_reads() {
+        let mut v = serde_json::to_value(Metrics { fuse: 2, ..Default::default() }).unwrap();
+        v.as_object_mut().unwrap().remove("kernel_events");
+        let m: Metrics = serde_json::from_value(v).unwrap();
+        assert_eq!((m.fuse, m.kernel_events.len()), (2, 0));
     }
 }

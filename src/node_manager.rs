@@ -30,10 +30,22 @@
 //! - **Placement** is buddy-style in each node's slot order (SMT siblings
 //!   adjacent), so every object is an aligned block and each power-of-two
 //!   prefix of it is an object too (BPF's partial fuse). Objects keep their
-//!   CPUs when their size is unchanged and shrink to their first half. When
-//!   enough CPUs are free but not as an aligned block, smaller objects are
-//!   moved out of the way (defragmentation), choosing the block that displaces
-//!   the fewest CPUs.
+//!   CPUs when their size is unchanged and shrink to the half that holds
+//!   their representative. When enough CPUs are free but not as an aligned
+//!   block, smaller objects are moved out of the way (defragmentation),
+//!   choosing the block that displaces the fewest CPUs.
+//! - **Representative**: the block's first CPU; at a rotation, where the
+//!   task runs now if that CPU is in the block and the task may run there
+//!   (`rotate_at`). The CPUs are listed by distance from it (slot offset
+//!   rep ^ i), so every prefix is still an aligned block. So a rotation of
+//!   the fast contexts moves fewer tasks: where the one that gains a pair
+//!   waits on its lent CPU, it becomes the representative there and the
+//!   holder it replaces stays where it is, now on a lent CPU: nobody
+//!   migrates, the pair changes direction. (With equal turns the next pair
+//!   set free is usually not the one the waiter waits on, so this is one
+//!   rotation in three, not all: host test 27 migrations in 40 rotations
+//!   against 80; bench_aash.sh, the kernel's nr_migrations at 30 ms
+//!   periods 382-483 against 482-602 in the same 6 rounds.)
 
 use crate::fast_share::{FastShare, Member};
 use crate::node::Node;
@@ -53,12 +65,14 @@ struct Requester {
     seq: u64,
 }
 
-/// Where an object lives: `size` slots of node `node` from slot `start`.
+/// Where an object lives: `size` slots of node `node` from slot `start`,
+/// its representative at slot `start + rep`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Place {
     node: usize,
     start: usize,
     size: usize,
+    rep: usize,
 }
 
 /// A task's object as published to BPF.
@@ -94,6 +108,12 @@ pub struct NodeManager {
     share: FastShare,
     /// Objects moved by defragmentation so far (for stats and tests).
     pub nr_defrag_moves: u64,
+    /// The CPUs a pinned requester may run on (only those with fewer than
+    /// all): its object's representative must be one of them.
+    allowed: BTreeMap<i32, BTreeSet<usize>>,
+    /// Where each requester runs (or waits), during a rotation's placement:
+    /// the representative of a block placed for it there.
+    running_on: BTreeMap<i32, usize>,
 }
 
 impl NodeManager {
@@ -110,7 +130,23 @@ impl NodeManager {
             next_gen: 1,
             share: FastShare::default(),
             nr_defrag_moves: 0,
+            allowed: BTreeMap::new(),
+            running_on: BTreeMap::new(),
         }
+    }
+
+    /// The CPUs `pid` may run on (its affinity; None or all of ours: no
+    /// constraint). A requester whose constraint changed is placed again.
+    pub fn set_allowed(&mut self, pid: i32, cpus: Option<BTreeSet<usize>>) -> Vec<Change> {
+        let cpus = cpus.filter(|set| self.cpus().any(|c| !set.contains(&c)));
+        let changed = match cpus {
+            Some(set) => self.allowed.insert(pid, set.clone()).as_ref() != Some(&set),
+            None => self.allowed.remove(&pid).is_some(),
+        };
+        if !changed || !self.requesters.contains_key(&pid) {
+            return Vec::new();
+        }
+        self.rebalance()
     }
 
     pub fn object(&self, pid: i32) -> Option<&Object> {
@@ -164,6 +200,7 @@ impl NodeManager {
 
     /// A task no longer wants an object (exit, sleep, untag).
     pub fn release(&mut self, pid: i32) -> Vec<Change> {
+        self.allowed.remove(&pid);
         if self.requesters.remove(&pid).is_none() {
             return Vec::new();
         }
@@ -180,6 +217,7 @@ impl NodeManager {
         }
         for pid in gone {
             self.requesters.remove(&pid);
+            self.allowed.remove(&pid);
             self.share.leave(pid);
         }
         self.rebalance()
@@ -217,12 +255,23 @@ impl NodeManager {
     /// `rotate`, with the runnable tasks of a group where known (BPF's
     /// count), which bounds its awake requesters for the boost.
     pub fn rotate_with(&mut self, runnable: impl Fn(u64) -> Option<usize>) -> Vec<Change> {
+        self.rotate_at(runnable, BTreeMap::new())
+    }
+
+    /// `rotate_with`, knowing where requesters run now (`running_on`: pid
+    /// to CPU, as the kernel last placed them): a pair a requester gains
+    /// around the CPU it waits on gets it as representative, so neither it
+    /// nor the holder it replaces migrates.
+    pub fn rotate_at(&mut self, runnable: impl Fn(u64) -> Option<usize>, running_on: BTreeMap<i32, usize>) -> Vec<Change> {
         let n = self.pairs(self.requesters.len());
         let chosen = self.share.rotate(n, &self.holders(), runnable);
         if self.requesters.len() <= n {
             return Vec::new();
         }
-        self.place(Some(chosen))
+        self.running_on = running_on;
+        let changes = self.place(Some(chosen));
+        self.running_on.clear();
+        changes
     }
 
     fn holders(&self) -> BTreeSet<i32> {
@@ -260,9 +309,11 @@ impl NodeManager {
         for (&pid, o) in &self.objects {
             let size = o.cpus.len();
             for (n, node) in self.nodes.iter().enumerate() {
-                if let Some(start) = node.slots.iter().position(|&c| c == o.cpus[0]) {
-                    if start % size == 0 && node.slots.get(start..start + size) == Some(&o.cpus[..]) {
-                        places.insert(pid, Place { node: n, start, size });
+                if let Some(at) = node.slots.iter().position(|&c| c == o.cpus[0]) {
+                    let start = at / size * size;
+                    let p = Place { node: n, start, size, rep: at - start };
+                    if node.slots.len() >= start + size && self.cpus_of(&p) == o.cpus {
+                        places.insert(pid, p);
                     }
                 }
             }
@@ -389,9 +440,15 @@ impl NodeManager {
             if size < 2 {
                 continue;
             }
-            match self.places.get(&pid) {
-                Some(p) if size <= p.size && self.block_online(p.node, p.start, size) => {
-                    let keep = Place { size, ..*p };
+            // The half (quarter...) that holds its representative.
+            let kept = self.places.get(&pid).filter(|p| size <= p.size).map(|p| Place {
+                start: p.start + p.rep / size * size,
+                size,
+                rep: p.rep % size,
+                ..*p
+            });
+            match kept {
+                Some(keep) if self.block_online(keep.node, keep.start, size) && self.slot_allowed(pid, keep.node, keep.start + keep.rep) => {
                     for s in keep.start..keep.start + size {
                         owner[keep.node][s] = Some(pid);
                     }
@@ -401,9 +458,12 @@ impl NodeManager {
             }
         }
 
-        // Place the rest, largest first, priority order within a size.
+        // Place the rest, largest first, pinned ones first within a size
+        // (fewer blocks fit them), then priority order.
         let mut budget = 4 * (order.len() + 1);
-        while let Some(i) = (0..pending.len()).max_by_key(|&i| (pending[i].1, std::cmp::Reverse(i))) {
+        while let Some(i) = (0..pending.len())
+            .max_by_key(|&i| (pending[i].1, self.allowed.contains_key(&pending[i].0), std::cmp::Reverse(i)))
+        {
             let (pid, mut size) = pending.remove(i);
             budget = match budget.checked_sub(1) {
                 Some(b) => b,
@@ -414,7 +474,7 @@ impl NodeManager {
                     break;
                 }
                 let prefer = self.places.get(&pid).copied();
-                if let Some((node, start, evict)) = self.find_block(&owner, &placed, size, prefer) {
+                if let Some((node, start, rep, evict)) = self.find_block(&owner, &placed, pid, size, prefer) {
                     for victim in evict {
                         let vp = placed.remove(&victim).unwrap();
                         for s in vp.start..vp.start + vp.size {
@@ -426,7 +486,7 @@ impl NodeManager {
                     for s in start..start + size {
                         owner[node][s] = Some(pid);
                     }
-                    placed.insert(pid, Place { node, start, size });
+                    placed.insert(pid, Place { node, start, size, rep });
                     break;
                 }
                 size /= 2;
@@ -437,7 +497,7 @@ impl NodeManager {
         let mut changes = Vec::new();
         let mut objects = BTreeMap::new();
         for (&pid, p) in &placed {
-            let cpus: Vec<usize> = self.nodes[p.node].slots[p.start..p.start + p.size].to_vec();
+            let cpus = self.cpus_of(p);
             let obj = match self.objects.get(&pid) {
                 Some(o) if o.cpus == cpus => o.clone(),
                 _ => {
@@ -459,30 +519,59 @@ impl NodeManager {
         changes
     }
 
-    /// An aligned, online block of `size` slots: a free one (preferring the
-    /// block holding `prefer`, then the lowest), else one whose occupants are
-    /// all smaller objects, displacing as few CPUs as possible. Returns
-    /// (node, start, objects to move).
+    /// A place's CPUs, representative first, then by distance from it:
+    /// every power-of-two prefix is an aligned block.
+    fn cpus_of(&self, p: &Place) -> Vec<usize> {
+        (0..p.size).map(|i| self.nodes[p.node].slots[p.start + (p.rep ^ i)]).collect()
+    }
+
+    /// May `pid` run on the CPU at `slot` of `node`?
+    fn slot_allowed(&self, pid: i32, node: usize, slot: usize) -> bool {
+        self.allowed.get(&pid).is_none_or(|set| set.contains(&self.nodes[node].slots[slot]))
+    }
+
+    /// The representative of `pid` in the block at `start` of `node`, as an
+    /// offset: where it runs now (known at a rotation) if that is in the
+    /// block and allowed, else the block's first CPU if allowed, else None.
+    fn rep_in(&self, pid: i32, node: usize, start: usize, size: usize) -> Option<usize> {
+        let slots = &self.nodes[node].slots[start..start + size];
+        let here = self.running_on.get(&pid).and_then(|c| slots.iter().position(|s| s == c));
+        here.or(Some(0)).filter(|&r| self.slot_allowed(pid, node, start + r))
+    }
+
+    /// An aligned, online block of `size` slots with a CPU `pid` may run on
+    /// for its representative: a free one (preferring the block holding
+    /// `prefer`, or else the CPU it runs on, then the lowest), else one whose
+    /// occupants are all smaller objects, or, for a pinned `pid`, unpinned
+    /// objects of its size (they fit elsewhere; it may fit only here),
+    /// displacing as few CPUs as possible. Returns (node, start,
+    /// representative's offset, objects to move).
     fn find_block(
         &self,
         owner: &[Vec<Option<i32>>],
         placed: &BTreeMap<i32, Place>,
+        pid: i32,
         size: usize,
         prefer: Option<Place>,
-    ) -> Option<(usize, usize, Vec<i32>)> {
-        let mut best: Option<(usize, usize, usize, Vec<i32>)> = None; // (cost, node, start, evict)
+    ) -> Option<(usize, usize, usize, Vec<i32>)> {
+        let pinned = self.allowed.contains_key(&pid);
+        let here = self.running_on.get(&pid).copied();
+        let mut best: Option<(usize, usize, usize, usize, Vec<i32>)> = None; // (cost, node, start, rep, evict)
         for (n, node) in self.nodes.iter().enumerate() {
             let nr = node.slots.len() / size * size;
             for start in (0..nr).step_by(size) {
                 if !self.block_online(n, start, size) {
                     continue;
                 }
+                let Some(rep) = self.rep_in(pid, n, start, size) else { continue };
                 let mut evict: Vec<i32> = Vec::new();
                 let mut displaced = 0;
                 let mut ok = true;
                 for s in start..start + size {
                     if let Some(o) = owner[n][s] {
-                        if placed[&o].size >= size {
+                        let movable = placed[&o].size < size
+                            || (pinned && placed[&o].size == size && !self.allowed.contains_key(&o));
+                        if !movable {
                             ok = false;
                             break;
                         }
@@ -496,12 +585,13 @@ impl NodeManager {
                     continue;
                 }
                 let home = prefer.is_some_and(|p| p.node == n && p.start >= start && p.start < start + size);
-                let cost = displaced * 2 + usize::from(!home);
+                let runs_here = here.is_some_and(|c| node.slots[start..start + size].contains(&c));
+                let cost = displaced * 4 + 2 * usize::from(!home) + usize::from(!runs_here);
                 if best.as_ref().is_none_or(|b| cost < b.0) {
-                    best = Some((cost, n, start, evict));
+                    best = Some((cost, n, start, rep, evict));
                 }
             }
         }
-        best.map(|(_, n, s, e)| (n, s, e))
+        best.map(|(_, n, s, r, e)| (n, s, r, e))
     }
 }

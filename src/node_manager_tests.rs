@@ -29,15 +29,23 @@ fn sizes(m: &NodeManager, pids: &[i32]) -> Vec<usize> {
     pids.iter().map(|&p| m.size_of(p)).collect()
 }
 
-/// Every object is an aligned block of its node and no CPU is in two objects.
+/// Every object is an aligned block of its node, and so is each of its
+/// power-of-two prefixes (the representative's half, quarter...); no CPU is
+/// in two objects.
 fn check_invariants(m: &NodeManager) {
     let mut used = std::collections::BTreeSet::new();
     for (pid, o) in m.objects() {
         assert!(o.cpus.len().is_power_of_two() && o.cpus.len() >= 2, "pid {pid}: {:?}", o.cpus);
         let node = m.nodes().iter().find(|n| n.slots.contains(&o.cpus[0])).unwrap();
-        let start = node.slots.iter().position(|&c| c == o.cpus[0]).unwrap();
-        assert_eq!(start % o.cpus.len(), 0, "pid {pid} not aligned: {:?}", o.cpus);
-        assert_eq!(&node.slots[start..start + o.cpus.len()], &o.cpus[..]);
+        let at = node.slots.iter().position(|&c| c == o.cpus[0]).unwrap();
+        let mut k = 1;
+        while k <= o.cpus.len() {
+            let start = at / k * k;
+            let mut prefix = o.cpus[..k].to_vec();
+            prefix.sort_unstable();
+            assert_eq!(node.slots.get(start..start + k), Some(&prefix[..]), "pid {pid}: prefix {k} of {:?}", o.cpus);
+            k *= 2;
+        }
         for c in &o.cpus {
             assert!(used.insert(*c), "cpu {c} in two objects");
         }
@@ -556,4 +564,167 @@ fn everyone_fits_nothing_rotates() {
     for _ in 0..10 {
         assert!(m.rotate().is_empty());
     }
+}
+
+// A task pinned (sched_setaffinity, taskset, cpuset) runs only on its allowed
+// CPUs, so an object is of use only where its representative is one of them:
+// elsewhere it would hold CPUs it can never run on (proxy_stress saw a task
+// pinned to 0-1 given [2, 3], then moved back and forth).
+
+#[test]
+fn a_pinned_task_gets_an_object_whose_representative_it_may_run_on() {
+    let l1 = Request { level: 1, weight: 1 };
+    // Unconstrained first: it takes [0, 1]; the pinned task needs exactly
+    // that block, so the unconstrained one moves to [2, 3].
+    let mut m = manager(&[4]);
+    m.request(1, l1);
+    assert_eq!(m.object(1).unwrap().cpus, vec![0, 1]);
+    m.set_allowed(2, Some([0, 1].into_iter().collect()));
+    m.request(2, l1);
+    check_invariants(&m);
+    assert_eq!(m.object(2).map(|o| o.cpus.clone()), Some(vec![0, 1]));
+    assert_eq!(m.object(1).map(|o| o.cpus.clone()), Some(vec![2, 3]));
+}
+
+#[test]
+fn no_object_where_no_representative_is_allowed() {
+    // Pinned to CPU 3 alone: blocks [0, 1] and [2, 3] have representatives
+    // 0 and 2, so it runs natively rather than holding CPUs it cannot use.
+    let mut m = manager(&[4]);
+    m.set_allowed(1, Some([3].into_iter().collect()));
+    m.request(1, Request { level: 1, weight: 1 });
+    assert_eq!(m.object(1), None);
+    // Level 2 is one block, [0..4], representative 0: not either.
+    m.request(1, L2);
+    assert_eq!(m.object(1), None);
+}
+
+#[test]
+fn an_affinity_change_moves_the_object() {
+    let mut m = manager(&[4]);
+    m.request(1, Request { level: 1, weight: 1 });
+    assert_eq!(m.object(1).unwrap().cpus, vec![0, 1]);
+    let changes = m.set_allowed(1, Some([2, 3].into_iter().collect()));
+    assert_eq!(m.object(1).unwrap().cpus, vec![2, 3]);
+    assert!(changes.iter().any(|c| c.pid == 1), "{changes:?}");
+    // Every CPU allowed again is no constraint: nothing moves.
+    assert!(m.set_allowed(1, Some((0..4).collect())).is_empty());
+    assert!(m.set_allowed(1, None).is_empty());
+    assert_eq!(m.object(1).unwrap().cpus, vec![2, 3]);
+}
+
+#[test]
+fn two_pinned_tasks_never_take_each_others_block() {
+    let l1 = Request { level: 1, weight: 1 };
+    let mut m = manager(&[4]);
+    m.set_allowed(1, Some([0, 1].into_iter().collect()));
+    m.set_allowed(2, Some([0, 1].into_iter().collect()));
+    m.request(1, l1);
+    m.request(2, l1);
+    check_invariants(&m);
+    // One block can serve them: one holds it, the other runs natively.
+    assert_eq!(m.object(1).map(|o| o.cpus.clone()), Some(vec![0, 1]));
+    assert_eq!(m.object(2), None);
+    m.release(1);
+    assert_eq!(m.object(2).map(|o| o.cpus.clone()), Some(vec![0, 1]));
+}
+
+/// Three level-1 requesters on 4 CPUs, rotated for `periods` periods as the
+/// kernel would place them: a holder runs on its representative, one that
+/// loses its pair stays on that CPU unless it is another's representative
+/// now (then it is pushed to a lent CPU), one that gains a pair runs on its
+/// representative. With `tell`, each rotation is told where those without
+/// a pair wait (`rotate_at`). Returns the migrations (gainers' and pushed
+/// losers') and the rotations that moved a pair.
+fn rotate_three_on_two_pairs(tell: bool, periods: usize) -> (usize, usize) {
+    let mut m = manager(&[4]);
+    for pid in 1..=3 {
+        m.request(pid, L1);
+    }
+    let mut on: std::collections::BTreeMap<i32, usize> = m.objects().iter().map(|(&p, o)| (p, o.cpus[0])).collect();
+    // The one without a pair waits on a lent CPU: the first pair's.
+    on.insert(3, 1);
+    let (mut moved, mut rotations) = (0, 0);
+    for _ in 0..periods {
+        let waiting = m.objects().keys().fold(on.clone(), |mut w, p| {
+            w.remove(p);
+            w
+        });
+        let changes = if tell { m.rotate_at(|_| None, waiting.clone()) } else { m.rotate() };
+        check_invariants(&m);
+        rotations += usize::from(changes.iter().any(|c| c.object.is_some()));
+        for c in changes {
+            if let Some(o) = c.object {
+                let from = on[&c.pid];
+                if tell && o.cpus.contains(&from) {
+                    assert_eq!(o.cpus[0], from, "pid {} waited on CPU {from}, got {:?}", c.pid, o.cpus);
+                }
+                moved += usize::from(o.cpus[0] != from);
+                on.insert(c.pid, o.cpus[0]);
+            }
+        }
+        // One without a pair on another's representative is pushed off it,
+        // to wait on a lent CPU of that object.
+        for (&pid, cpu) in on.iter_mut() {
+            if m.object(pid).is_none() {
+                if let Some(o) = m.objects().values().find(|o| o.cpus[0] == *cpu) {
+                    *cpu = o.cpus[1];
+                    moved += 1;
+                }
+            }
+        }
+    }
+    (moved, rotations)
+}
+
+#[test]
+fn a_pair_gained_where_its_task_waits_turns_around_it() {
+    // The waiter and the holder it replaces swap roles on the same two
+    // CPUs: the pair [0, 1] becomes [1, 0].
+    let mut m = manager(&[4]);
+    for pid in 1..=3 {
+        m.request(pid, L1);
+    }
+    assert_eq!(m.object(1).unwrap().cpus, vec![0, 1]);
+    assert_eq!(m.object(3), None);
+    let mut gained = None;
+    for _ in 0..4 {
+        let holders: Vec<i32> = m.objects().keys().copied().collect();
+        let waiting = (1..=3).filter(|p| !holders.contains(p)).map(|p| (p, 1)).collect();
+        m.rotate_at(|_| None, waiting);
+        if let Some(o) = m.object(3) {
+            gained = Some(o.cpus.clone());
+            break;
+        }
+    }
+    let gained = gained.expect("the waiter gains a pair within 4 periods");
+    // Either pair may be the one set free; where it waited, it is the
+    // representative.
+    assert!(gained == vec![1, 0] || gained == vec![2, 3], "{gained:?}");
+    check_invariants(&m);
+    // A pinned waiter is not given a representative it may not run on.
+    let mut m = manager(&[4]);
+    m.set_allowed(3, Some([0].into_iter().collect()));
+    for pid in 1..=3 {
+        m.request(pid, L1);
+    }
+    for _ in 0..6 {
+        let holders: Vec<i32> = m.objects().keys().copied().collect();
+        let waiting = (1..=3).filter(|p| !holders.contains(p)).map(|p| (p, 1)).collect();
+        m.rotate_at(|_| None, waiting);
+        check_invariants(&m);
+        if let Some(o) = m.object(3) {
+            assert_eq!(o.cpus[0], 0, "{:?}", o.cpus);
+        }
+    }
+}
+
+#[test]
+fn rotations_migrate_fewer_tasks_when_told_where_they_wait() {
+    let (blind, rotations) = rotate_three_on_two_pairs(false, 60);
+    let (told, told_rotations) = rotate_three_on_two_pairs(true, 60);
+    assert!(rotations >= 40 && told_rotations >= 40, "{rotations} {told_rotations}");
+    // Blind, a gainer that waited on its pair's lent CPU moves to the
+    // first, and pushes the loser off it; told, the pair turns around them.
+    assert!(told * 2 <= blind, "told: {told} migrations, blind: {blind}, in {rotations} rotations");
 }

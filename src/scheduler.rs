@@ -13,19 +13,16 @@ use crate::node_manager::NodeManager;
 use crate::control::{Op, Response, Server};
 use crate::status::Status;
 use crate::stats::Totals;
+use crate::signals::{Doorbell, Shutdown};
 use crate::tag::{self, Tag};
+use crate::tag_apply::{apply_and_announce, TagInputs};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBufferBuilder};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
-use std::io::Write;
 use std::mem::MaybeUninit;
 use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
@@ -51,6 +48,9 @@ pub struct Opts {
     pub watchdog_timeout_ms: u32,
     /// Cgroups whose tasks want execution objects.
     pub tags: Vec<Tag>,
+    /// The rules file (`--rules`): tags by cgroup path, unit, comm or uid,
+    /// applied to cgroups as they appear; reloaded on SIGHUP.
+    pub rules: Option<std::path::PathBuf>,
     /// Nodes as CPU lists ("0-11;12-23"); None: one per LLC.
     pub node_cpus: Option<String>,
     /// Capacities and core-type mixing for the nodes (hybrid CPUs).
@@ -70,6 +70,14 @@ pub struct Opts {
     pub share_period_ms: u64,
     /// Cgroups with at most this many awake requesters are boosted (0: never).
     pub boost_threshold: usize,
+    /// Size of the kernel's exit dump, bytes (0: the kernel's default).
+    pub exit_dump_len: u32,
+    /// --run-id: tells runs apart in stats, status and the exit dump.
+    pub run_id: Option<u64>,
+    /// libbpf's open options (--kconfig, --btf-custom-path, ...).
+    pub libbpf: scx_utils::libbpf_clap_opts::LibbpfOpts,
+    /// Test only: the policy errors out this long after init.
+    pub test_error_after: Option<Duration>,
 }
 
 impl Default for Opts {
@@ -83,6 +91,7 @@ impl Default for Opts {
             lend_wait_ms: 50,
             watchdog_timeout_ms: 10_000,
             tags: Vec::new(),
+            rules: None,
             node_cpus: None,
             topology: Default::default(),
             max_level: bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_LEVEL,
@@ -92,6 +101,10 @@ impl Default for Opts {
             no_exit_notice: false,
             share_period_ms: 30,
             boost_threshold: crate::fast_share::BOOST_DEFAULT,
+            exit_dump_len: 0,
+            run_id: None,
+            libbpf: Default::default(),
+            test_error_after: None,
         }
     }
 }
@@ -128,6 +141,20 @@ impl Opts {
         if self.boost_threshold > 1024 {
             bail!("--boost-threshold must be between 0 and 1024 (got {})", self.boost_threshold);
         }
+        if self.exit_dump_len > 16 << 20 {
+            bail!("--exit-dump-len must be at most {} bytes (got {})", 16 << 20, self.exit_dump_len);
+        }
+        // scx_utils turns an unreadable file into "no options" silently: say it.
+        if let Some(path) = &self.libbpf.kconfig {
+            std::fs::read_to_string(path).with_context(|| format!("--kconfig {path}: cannot read it"))?;
+        }
+        for (flag, path) in [("--btf-custom-path", &self.libbpf.btf_custom_path), ("--pin-root-path", &self.libbpf.pin_root_path)] {
+            if let Some(p) = path {
+                if !std::path::Path::new(p).exists() {
+                    bail!("{flag} {p}: no such file or directory");
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -138,8 +165,8 @@ pub struct Scheduler<'a> {
     opts: Opts,
     nr_cpus: usize,
     assign: Assigner,
-    /// Tags from --tag (in force for this run, on top of the stored ones).
-    extra: Vec<(std::path::PathBuf, tag::Props)>,
+    /// --tag and the rules file (in force for this run, with the stored tags).
+    inputs: TagInputs,
     control: Server,
     /// The companion module, if loaded (/dev/chameleon_proxy).
     proxy: Option<crate::proxy::Proxy>,
@@ -187,41 +214,6 @@ fn live_status(skel: &BpfSkel, nr_cpus: usize, parked: Vec<usize>, module: Optio
         })
         .collect();
     crate::status::Live { cpus, counters: Some(totals(skel, nr_cpus)), parked, module, ..Default::default() }
-}
-
-/// Write every cgroup's tag in force (stored ones and `extra`, inherited by
-/// descendants without their own) into the BPF map; drop entries of
-/// `previous` no longer in force. Returns the new set.
-fn apply_tags(
-    map: &dyn MapCore,
-    extra: &[(std::path::PathBuf, tag::Props)],
-    previous: &HashMap<u64, tag::Props>,
-) -> Result<HashMap<u64, tag::Props>> {
-    let entries = crate::tag_store::scan(crate::tag_store::root(), extra)?;
-    let mut now = HashMap::new();
-    for e in &entries {
-        let Some(props) = e.effective else {
-            // A damaged stored tag: an explicit "no tag" (level 0) entry, so
-            // that cgroup_init (run for every cgroup at attach, and for new
-            // children) does not copy the parent's tag over it.
-            if e.error.is_some() {
-                let none = crate::bpf_intf::chameleon_tag { level: 0, weight: 0, tax: 0, smt: 0, prio: 0 };
-                map.update(&e.id.to_ne_bytes(), as_bytes(&none), MapFlags::ANY)
-                    .with_context(|| format!("blocking the damaged tag of cgroup {}", e.path.display()))?;
-            }
-            continue;
-        };
-        map.update(&e.id.to_ne_bytes(), as_bytes(&props.to_bpf()), MapFlags::ANY)
-            .with_context(|| format!("tagging cgroup {}", e.path.display()))?;
-        if e.own.is_some() {
-            info!("tag {} (cgroup {}): {}", e.path.display(), e.id, props.encode());
-        }
-        now.insert(e.id, props);
-    }
-    for id in previous.keys().filter(|id| !now.contains_key(id)) {
-        let _ = map.delete(&id.to_ne_bytes());
-    }
-    Ok(now)
 }
 
 /// The bytes of a plain-old-data value shared with BPF.
@@ -275,6 +267,17 @@ fn online_cpus() -> Result<Vec<usize>> {
 
 impl<'a> Scheduler<'a> {
     pub fn init(opts: &Opts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
+        Self::init_with(opts, None, open_object)
+    }
+
+    /// `init`, with the rules in force before a restart (`kept`) rather than
+    /// the file as it is now: a file broken since then must not stop the
+    /// restart any more than it stopped the running agent.
+    pub fn init_with(
+        opts: &Opts,
+        kept: Option<crate::rules::RuleSet>,
+        open_object: &'a mut MaybeUninit<OpenObject>,
+    ) -> Result<Self> {
         opts.validate()?;
         let nr_cpus = *scx_utils::NR_CPU_IDS;
         if nr_cpus > MAX_CPUS as usize {
@@ -282,7 +285,8 @@ impl<'a> Scheduler<'a> {
         }
 
         let builder = BpfSkelBuilder::default();
-        let mut skel = scx_ops_open!(builder, open_object, chameleon_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)?;
+        let open_opts = opts.libbpf.clone().into_bpf_open_opts();
+        let mut skel = scx_ops_open!(builder, open_object, chameleon_ops, open_opts)?;
         let rodata = skel.maps.rodata_data.as_mut().context("no .rodata in BPF object")?;
         rodata.slice_ns = opts.slice_us * 1000;
         rodata.cpuperf_on = opts.cpuperf;
@@ -290,7 +294,10 @@ impl<'a> Scheduler<'a> {
         rodata.agent_tgid = std::process::id() as i32;
         rodata.min_gran_ns = opts.min_gran_us * 1000;
         rodata.lend_wait_ns = opts.lend_wait_ms * 1_000_000;
+        rodata.run_id = opts.run_id.unwrap_or(0);
+        rodata.test_error_after_ns = opts.test_error_after.map_or(0, |d| d.as_nanos().max(1) as u64);
         skel.struct_ops.chameleon_ops_mut().timeout_ms = opts.watchdog_timeout_ms;
+        skel.struct_ops.chameleon_ops_mut().exit_dump_len = opts.exit_dump_len;
         skel.maps.steal_orders.set_max_entries(nr_cpus as u32)?;
 
         // Resolve tags before loading: a bad cgroup path fails here, cleanly.
@@ -318,6 +325,17 @@ impl<'a> Scheduler<'a> {
                 );
             }
         }
+        // A bad rules file stops the start here, naming file, line and field.
+        let rules = match (kept, &opts.rules) {
+            (Some(r), _) => Some(r),
+            (None, Some(file)) => {
+                let r = crate::tag_apply::load_rules(file, largest)?;
+                info!("rules: {} from {}", r.rules.len(), file.display());
+                Some(r)
+            }
+            (None, None) => None,
+        };
+        let mut inputs = TagInputs::new(extra, opts.rules.clone(), rules, largest);
         let mut manager = NodeManager::new(nodes, online_cpus()?, opts.max_level);
         manager.set_boost_threshold(opts.boost_threshold);
         // The module as no agent left it: nothing parked, emulation off.
@@ -330,7 +348,7 @@ impl<'a> Scheduler<'a> {
 
         let control = Server::bind(&opts.control_path)?;
         let skel = scx_ops_load!(skel, chameleon_ops, uei)?;
-        let tag_ids = apply_tags(&skel.maps.tags, &extra, &HashMap::new())?;
+        let tag_ids = crate::tag_apply::apply(&skel.maps.tags, &mut inputs)?.tags;
         write_steal_orders(&skel.maps.steal_orders, nr_cpus)?;
         let metrics = std::sync::Arc::new(std::sync::Mutex::new(crate::metrics::Metrics::default()));
         let mut skel = skel;
@@ -356,10 +374,10 @@ impl<'a> Scheduler<'a> {
             struct_ops,
             opts: opts.clone(),
             nr_cpus,
-            assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path), opts.node_cpus.is_none().then(|| opts.topology.clone()))
+            assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path).with_run_id(opts.run_id), opts.node_cpus.is_none().then(|| opts.topology.clone()))
                 .without_exit_notice(opts.no_exit_notice)
                 .with_share_period(Duration::from_millis(opts.share_period_ms)),
-            extra,
+            inputs,
             control,
             proxy,
             metrics: metrics.clone(),
@@ -369,7 +387,8 @@ impl<'a> Scheduler<'a> {
 
 
     /// Serve until `shutdown` is set or the policy exits; returns how it exited.
-    pub fn run(&mut self, shutdown: &Shutdown) -> Result<UserExitInfo> {
+    /// `hup` (SIGHUP) re-reads the rules file.
+    pub fn run(&mut self, shutdown: &Shutdown, hup: &Doorbell) -> Result<UserExitInfo> {
         let print_events = self.opts.print_events;
         let stats_interval = self.opts.stats_interval;
         let mut nr_events = 0u64;
@@ -390,14 +409,14 @@ impl<'a> Scheduler<'a> {
         let assignments = &self.skel.maps.assignments;
         let tag_map = &self.skel.maps.tags;
         let assign = &mut self.assign;
-        let extra = &self.extra;
+        let inputs = &mut self.inputs;
         // BPF reads tags_gen at every enqueue; only this loop writes it.
         let tags_gen: *mut u64 = &mut self.skel.maps.bss_data.as_mut().expect(".bss is mapped").tags_gen;
         let control = &self.control;
         let proxy = &self.proxy;
         let park_prog = &self.skel.progs.chameleon_park;
         let nr_cpus = self.nr_cpus;
-        let serve = |assign: &mut Assigner| {
+        let serve = |assign: &mut Assigner, inputs: &mut TagInputs| {
             control.serve(|req| match &req.op {
                 Op::Park { cpus, holdoff_ms } => park_op(assign, assignments, park_prog, proxy.as_ref(), nr_cpus, cpus, Some(holdoff_ms.unwrap_or(crate::proxy::DEFAULT_HOLDOFF_MS))),
                 Op::Unpark { cpus } => park_op(assign, assignments, park_prog, proxy.as_ref(), nr_cpus, cpus, None),
@@ -408,17 +427,20 @@ impl<'a> Scheduler<'a> {
                     if let Err(e) = tag::cgroup_id(cgroup) {
                         return Response::err(format!("{e:#}"));
                     }
-                    match apply_tags(tag_map, extra, assign.tags()) {
-                        Ok(now) => {
-                            let n = now.len();
-                            assign.set_tags(now);
-                            // SAFETY: tags_gen points into the mmapped .bss, which lives as long as the skeleton.
-                            unsafe { tags_gen.write_volatile(tags_gen.read_volatile().wrapping_add(1)) };
-                            Response::ok(format!("{n} cgroups tagged"))
-                        }
+                    match apply_and_announce(tag_map, inputs, assign, tags_gen) {
+                        Ok(a) => Response::ok(format!("{} cgroups tagged", a.tags.len())),
                         Err(e) => Response::err(format!("{e:#}")),
                     }
                 }
+                Op::ReloadRules => match crate::tag_apply::reload_and_apply(tag_map, inputs, assign, tags_gen) {
+                    Ok(detail) => Response::ok(detail),
+                    Err(e) => Response::err(format!("{e:#}")),
+                },
+                // Applied first, so the list is what is in force.
+                Op::Tags => match apply_and_announce(tag_map, inputs, assign, tags_gen) {
+                    Ok(a) => Response::tags(a.entries.iter().filter_map(|e| e.listed()).collect()),
+                    Err(e) => Response::err(format!("{e:#}")),
+                },
             })
         };
         let drain = |assign: &mut Assigner, nr_events: &mut u64| {
@@ -442,8 +464,12 @@ impl<'a> Scheduler<'a> {
         let start = Totals::default();
         let mut last = start;
         let mut last_print = Instant::now();
-        let mut last_status = Instant::now();
+        // Due at once: the status file and the counters a monitor reads are
+        // there from the start, not a second later (a monitor reaching a
+        // new agent would print a line of zeros first).
+        let mut last_status = Instant::now().checked_sub(Duration::from_secs(1)).unwrap_or_else(Instant::now);
         let mut last_tick = Instant::now();
+        let mut last_rules = Instant::now();
         let mut module = None;
         while !shutdown.requested() && !uei_exited!(&self.skel, uei) {
             // Sleep until an event, a client or the next sample is due: an
@@ -456,13 +482,27 @@ impl<'a> Scheduler<'a> {
             if let Some(r) = assign.until_rotation() {
                 timeout = timeout.min(r);
             }
-            wait_readable(&[rb.epoll_fd(), control.listen_fd().as_raw_fd(), shutdown.fd()], timeout)
+            // Rules apply to cgroups as they appear and as processes move in.
+            if inputs.has_rules() {
+                timeout = timeout.min(RULES_EVERY.saturating_sub(last_rules.elapsed()));
+            }
+            wait_readable(&[rb.epoll_fd(), control.listen_fd().as_raw_fd(), shutdown.fd(), hup.fd()], timeout)
                 .context("waiting for events and clients")?;
             if let Err(e) = rb.consume() {
                 return Err(e).context("reading the event ring buffer");
             }
             drain(assign, &mut nr_events);
-            serve(assign);
+            serve(assign, inputs);
+            if hup.take() {
+                // Logged either way; a bad file keeps the rules in force.
+                let _ = crate::tag_apply::reload_and_apply(tag_map, inputs, assign, tags_gen);
+            }
+            if inputs.has_rules() && last_rules.elapsed() >= RULES_EVERY {
+                last_rules = Instant::now();
+                if let Err(e) = apply_and_announce(tag_map, inputs, assign, tags_gen) {
+                    crate::tag_apply::warn_failed(&e);
+                }
+            }
             assign.rotate(assignments, &self.skel.maps.cg_weights);
             // Sampled on the clock only: a wakeup by an event (a split when an
             // untagged task takes a representative...) is not a fair moment to
@@ -472,7 +512,7 @@ impl<'a> Scheduler<'a> {
                 let untagged = self.skel.maps.bss_data.as_ref().map_or(0, |b| {
                     crate::assign::untagged_runnable(b.cpu_stats[..self.nr_cpus].iter().map(|c| c.nr_untagged))
                 });
-                assign.tick(assignments, untagged);
+                assign.tick(assignments, &self.skel.maps.task_ctxs, untagged);
             }
             let force = last_status.elapsed() >= Duration::from_secs(1);
             if force {
@@ -480,12 +520,16 @@ impl<'a> Scheduler<'a> {
                 let kfuncs = self.skel.maps.bss_data.as_ref().is_some_and(|b| b.proxy_on);
                 module = self.proxy.as_ref().and_then(|p| p.status(kfuncs).map_err(|e| warn!("chameleon_proxy STATS: {e:#}")).ok());
                 let dropped = self.skel.maps.bss_data.as_ref().map_or(0, |b| b.nr_events_dropped);
-                *self.metrics.lock().unwrap() =
-                    crate::metrics::Metrics::from_totals(&totals(&self.skel, self.nr_cpus), dropped)
-                        .with_module(module.as_ref());
+                let mut m = crate::metrics::Metrics::from_totals(&totals(&self.skel, self.nr_cpus), dropped)
+                    .with_module(module.as_ref())
+                    .with_run_id(self.opts.run_id);
+                m.sampled_ms = crate::metrics::monotonic_ms();
+                *self.metrics.lock().unwrap() = m;
             }
-            let parked = assign.parked().iter().copied().collect();
-            assign.write_status(live_status(&self.skel, self.nr_cpus, parked, module.clone()), force);
+            if assign.status_due(force) {
+                let parked = assign.parked().iter().copied().collect();
+                assign.write_status(live_status(&self.skel, self.nr_cpus, parked, module.clone()));
+            }
             if let Some(every) = stats_interval {
                 if last_print.elapsed() >= every {
                     let now = totals(&self.skel, self.nr_cpus);
@@ -520,6 +564,13 @@ impl<'a> Scheduler<'a> {
             }
         }
         uei_report!(&self.skel, uei)
+    }
+}
+
+impl Scheduler<'_> {
+    /// The rules in force, to carry across a restart (`init_with`).
+    pub fn take_rules(&mut self) -> Option<crate::rules::RuleSet> {
+        self.inputs.rules.take()
     }
 }
 
@@ -585,43 +636,17 @@ fn park_op(
     Response::ok(detail)
 }
 
-/// A request to stop (SIGINT/SIGTERM), set from the signal handler's thread;
-/// it also wakes the agent's loop, which sleeps in poll().
-pub struct Shutdown {
-    flag: AtomicBool,
-    wake: (UnixStream, UnixStream),
-}
-
-impl Shutdown {
-    pub fn new() -> Result<Arc<Shutdown>> {
-        let wake = UnixStream::pair().context("creating the shutdown wakeup")?;
-        wake.0.set_nonblocking(true)?;
-        Ok(Arc::new(Shutdown { flag: AtomicBool::new(false), wake }))
-    }
-
-    pub fn request(&self) {
-        self.flag.store(true, Ordering::Relaxed);
-        // Full means a wakeup is pending already.
-        let _ = (&self.wake.0).write(&[1]);
-    }
-
-    pub fn requested(&self) -> bool {
-        self.flag.load(Ordering::Relaxed)
-    }
-
-    fn fd(&self) -> i32 {
-        self.wake.1.as_raw_fd()
-    }
-}
-
 /// How often the loop samples the untagged load and ages sleepers while a
 /// tagged task is known; and otherwise (the status file and the metrics are
 /// refreshed once a second).
 const TICK_BUSY: Duration = Duration::from_millis(20);
 const TICK_IDLE: Duration = Duration::from_secs(1);
+/// How often rules are matched again (cgroups created, processes moved in):
+/// a walk of the cgroup tree, which writes nothing while nothing changed.
+const RULES_EVERY: Duration = Duration::from_secs(1);
 
 /// Block until one of `fds` is readable or `timeout` passes. A signal
-/// (SIGINT/SIGTERM reach the loop this way) ends the wait early: not an error.
+/// ending the wait early (EINTR) is not an error.
 fn wait_readable(fds: &[i32], timeout: Duration) -> Result<()> {
     let mut pfds: Vec<libc::pollfd> = fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
     // SAFETY: pfds is a valid array of pfds.len() pollfd for the call's duration.

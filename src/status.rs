@@ -45,6 +45,24 @@ pub struct Live {
     pub parked: Vec<usize>,
     /// The companion module's view, if it is loaded.
     pub module: Option<ModuleStatus>,
+    /// Tasks whose tax is automatic.
+    pub auto_tax: Vec<AutoTaxStatus>,
+}
+
+/// A `tax=auto` task's controller (auto_tax.rs), as `status` shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct AutoTaxStatus {
+    pub pid: i32,
+    /// Hundredths: what it pays outside explorations.
+    pub tax: u32,
+    /// Progress rate fused / native, once measured.
+    pub speedup: Option<f64>,
+    /// Where its progress comes from: file, instructions or none.
+    pub source: String,
+    /// Paired ratios fused / native its speed-up is the median of.
+    pub pairs: usize,
+    /// An exploration under way: "native" or "fused".
+    pub exploring: Option<String>,
 }
 
 /// What chameleon_proxy reports: processor proxies and the interruptions a
@@ -76,7 +94,7 @@ pub struct ModuleStatus {
     pub duty: Vec<u32>,
 }
 
-#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Snapshot {
     pub agent_pid: u32,
     /// When it was written, seconds since the epoch (0: unknown).
@@ -100,15 +118,26 @@ pub struct Snapshot {
     pub parked: Vec<usize>,
     #[serde(default)]
     pub module: Option<ModuleStatus>,
+    #[serde(default)]
+    pub auto_tax: Vec<AutoTaxStatus>,
+    /// The agent's --run-id, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<u64>,
 }
 
 pub struct Status {
     path: PathBuf,
+    run_id: Option<u64>,
 }
 
 impl Status {
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Status { path: path.into() }
+        Status { path: path.into(), run_id: None }
+    }
+
+    pub fn with_run_id(mut self, run_id: Option<u64>) -> Self {
+        self.run_id = run_id;
+        self
     }
 
     pub fn snapshot(m: &NodeManager, live: &Live) -> Snapshot {
@@ -132,6 +161,8 @@ impl Status {
             counters: live.counters,
             parked: live.parked.clone(),
             module: live.module.clone(),
+            auto_tax: live.auto_tax.clone(),
+            run_id: None,
         }
     }
 
@@ -161,7 +192,8 @@ impl Status {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)
             .with_context(|| format!("creating {}", tmp.display()))?;
-        f.write_all(&serde_json::to_vec_pretty(&Self::snapshot(m, live))?)?;
+        let snap = Snapshot { run_id: self.run_id, ..Self::snapshot(m, live) };
+        f.write_all(&serde_json::to_vec_pretty(&snap)?)?;
         drop(f);
         std::fs::rename(&tmp, &self.path)?;
         Ok(())

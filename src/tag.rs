@@ -13,6 +13,12 @@ use crate::bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_LEVEL as MAX_LEVEL;
 pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 /// Tax is fixed point in hundredths: 1 = 0.01, 100 = 1.00, 10000 = 100.
 pub const TAX_ONE: u32 = 100;
+/// `tax=auto`: each task's tax is set from its measured speed-up
+/// (auto_tax.rs). Kept as 0, which no fixed tax can be, in `Props.tax` and
+/// in the BPF tag (the policy never reads a tag's tax: it charges the
+/// assignment's, which the agent always fills with 1..=10000). Tags stored
+/// before it decode as they did.
+pub const TAX_AUTO: u32 = 0;
 
 /// SMT class (bi-modal SMT scheduler): `uni` runs with its sibling idle (an
 /// SMT pair object, Chameleon §5.5), `smt` shares its core (never fuses),
@@ -101,7 +107,7 @@ pub struct Props {
     pub level: u32,
     /// 1..=10000, or 0: not given, the cgroup's `cpu.weight` decides.
     pub weight: u32,
-    /// Hundredths (see [`TAX_ONE`]).
+    /// Hundredths (see [`TAX_ONE`]), or [`TAX_AUTO`].
     pub tax: u32,
     pub smt: Smt,
     pub prio: Prio,
@@ -139,7 +145,7 @@ impl Props {
             crate::bpf_intf::chameleon_prio_CHAMELEON_PRIO_HIGH => Prio::High,
             other => bail!("prio {other}: not a known priority"),
         };
-        if !(1..=10_000).contains(&t.tax) {
+        if t.tax != TAX_AUTO && !(1..=10_000).contains(&t.tax) {
             bail!("tax {}: out of range", t.tax);
         }
         Ok(Props { level: parse_level(&t.level.to_string())?, weight: match t.weight {
@@ -152,20 +158,21 @@ impl Props {
         })
     }
 
+    /// Its tax is set per task from the measured speed-up (`tax=auto`).
+    pub fn auto_tax(&self) -> bool {
+        self.tax == TAX_AUTO
+    }
+
     /// The stored form (cgroup xattr), versioned: "v1 level=2 weight=3 tax=1.00 smt=any".
     /// Without a weight of its own, none is stored (agents before cpu.weight
-    /// read that as weight 1, the claim of cpu.weight 100); `prio=high` only
-    /// when high, so that a normal tag reads the same to agents before prio.
+    /// read that as weight 1, the claim of cpu.weight 100); an automatic tax
+    /// is "tax=auto" (agents before it report such a tag damaged and apply
+    /// none, rather than guess a tax); `prio=high` only when high, so that a
+    /// normal tag reads the same to agents before prio.
     pub fn encode(&self) -> String {
         let weight = if self.weight > 0 { format!(" weight={}", self.weight) } else { String::new() };
         let prio = if self.prio == Prio::High { " prio=high" } else { "" };
-        format!(
-            "v1 level={}{weight} tax={}.{:02} smt={}{prio}",
-            self.level,
-            self.tax / 100,
-            self.tax % 100,
-            self.smt.name()
-        )
+        format!("v1 level={}{weight} tax={} smt={}{prio}", self.level, tax_text(self.tax), self.smt.name())
     }
 
     /// Read the stored form back, validating every field.
@@ -189,7 +196,12 @@ impl Props {
         match key.trim() {
             "level" => self.level = parse_level(v)?,
             "weight" => self.weight = parse_weight(v)?,
-            "tax" => self.tax = parse_tax(v)?,
+            "tax" if v == "auto" => self.tax = TAX_AUTO,
+            "tax" => {
+                self.tax = parse_tax(v).map_err(|_| {
+                    anyhow::anyhow!("tax {v:?}: expected a number from 0.01 to 100 with at most two decimals, or auto")
+                })?
+            }
             "smt" => self.smt = Smt::parse(v)?,
             "prio" => self.prio = Prio::parse(v)?,
             other => bail!("unknown property {other:?}: expected level, weight, tax, smt or prio"),
@@ -230,6 +242,15 @@ pub fn claim(weight: u32, cpu_weight: Option<u32>) -> u32 {
 pub struct Tag {
     pub path: PathBuf,
     pub props: Props,
+}
+
+/// A tax as people write it: "1.00", "0.01", "auto".
+pub fn tax_text(tax: u32) -> String {
+    if tax == TAX_AUTO {
+        "auto".into()
+    } else {
+        format!("{}.{:02}", tax / 100, tax % 100)
+    }
 }
 
 /// Parse a tax given as a decimal (0.01 ..= 100, at most two decimals) into hundredths.
@@ -395,6 +416,35 @@ mod tests {
         assert!(parse_props("weight:10001").is_err());
         assert!(parse_props("speed:9").is_err());
         assert!(parse_props("level").is_err());
+    }
+
+    #[test]
+    fn auto_tax_everywhere_a_tax_goes() {
+        // --tag CG=...,tax:auto, `tag --tax auto` (Props::set) and the stored form.
+        let p = parse_props("level:1,tax:auto").unwrap();
+        assert!(p.auto_tax());
+        assert_eq!(p.encode(), "v1 level=1 tax=auto smt=any");
+        assert_eq!(Props::decode(&p.encode()).unwrap(), p);
+        assert_eq!(parse_tag("seq=tax:auto").unwrap().props.tax, TAX_AUTO);
+        // To BPF as 0 and back; a fixed tax never reads as auto.
+        assert_eq!(p.to_bpf().tax, 0);
+        assert_eq!(Props::from_bpf(&p.to_bpf()).unwrap(), p);
+        assert!(!parse_props("tax:0.01").unwrap().auto_tax());
+        // A fixed tax replaces auto and back.
+        let mut q = p;
+        q.set("tax", "2").unwrap();
+        assert_eq!(q.tax, 200);
+        q.set("tax", "auto").unwrap();
+        assert!(q.auto_tax());
+        // Tags stored before auto still decode as they did.
+        let old = Props::decode("v1 level=2 weight=3 tax=0.50 smt=uni").unwrap();
+        assert_eq!(old, Props { level: 2, weight: 3, tax: 50, smt: Smt::Uni, prio: Prio::Normal });
+        // Near misses are refused, naming the field and both kinds of value.
+        for bad in ["Auto", "automatic", "auto1", "0", "0.00"] {
+            let e = err(parse_props(&format!("tax:{bad}")));
+            assert!(e.contains(&format!("tax {bad:?}: expected a number from 0.01 to 100")) && e.contains("or auto"), "{bad}: {e}");
+        }
+        assert!(Props::decode("v1 level=1 tax=AUTO").is_err());
     }
 
     #[test]

@@ -1,11 +1,15 @@
 //! `scx_chameleon top`: watch borrowing live. The model (what is shown) and
 //! the rendering are plain functions so that they are tested with ratatui's
 //! TestBackend; `run` wires them to the terminal, the agent's event stream and
-//! its status file on a tokio runtime.
+//! its status file on a tokio runtime. The history band is top_history.rs,
+//! the panes and the CPU views top_layout.rs, the keys top_keys.rs.
 
 use crate::event::{Event, Kind};
 use crate::status::Snapshot;
-use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use crate::top_history::History;
+use crate::top_keys::KeyMap;
+use crate::top_layout::View;
+use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
@@ -39,6 +43,13 @@ pub struct Model {
     fused: VecDeque<(Instant, i32, u64)>,
     /// Objects fused now, since when (the interval their next split closes).
     fused_since: std::collections::HashMap<i32, Instant>,
+    pub keys: KeyMap,
+    /// Per-CPU grid or one row per node.
+    pub view: View,
+    pub hide_history: bool,
+    pub history: History,
+    /// A problem with the key file, shown until a key is pressed.
+    pub notice: Option<String>,
 }
 
 impl Model {
@@ -84,10 +95,25 @@ impl Model {
         ((closed + open) * 100 / SHARE_WINDOW.as_nanos() as u64).min(100)
     }
 
-    /// Fuses and splits in the last second.
+    /// Fuses and splits in the second before `now` (what arrived earlier is
+    /// dropped only when the next event comes: a quiet stream must read 0).
+    pub fn rates_at(&self, now: Instant) -> (usize, usize) {
+        let last: Vec<Kind> =
+            self.recent.iter().filter(|(t, _)| now.saturating_duration_since(*t) <= Duration::from_secs(1)).map(|(_, k)| *k).collect();
+        let fuse = last.iter().filter(|k| **k != Kind::Split).count();
+        (fuse, last.len() - fuse)
+    }
+
     pub fn rates(&self) -> (usize, usize) {
-        let fuse = self.recent.iter().filter(|(_, k)| *k != Kind::Split).count();
-        (fuse, self.recent.len() - fuse)
+        self.rates_at(Instant::now())
+    }
+
+    /// On every screen tick: the history's sample for this second (none
+    /// while no scheduler is connected).
+    pub fn tick(&mut self, now: Instant) {
+        let status = if self.connected { self.status.as_ref() } else { None };
+        let sample = crate::top_history::sample(status, self.rates_at(now).0 as u64);
+        self.history.record(now, sample);
     }
 
     /// p50 and p99 of the recent fuse latencies, in µs.
@@ -103,6 +129,11 @@ impl Model {
 
     /// A key was pressed; returns false to quit.
     pub fn on_key(&mut self, c: char) -> bool {
+        self.notice = None;
+        // Ctrl-C quits whatever the key file says.
+        if c == '\x03' {
+            return false;
+        }
         if let Some(input) = &mut self.filter_input {
             match c {
                 '\n' => {
@@ -118,13 +149,21 @@ impl Model {
             }
             return true;
         }
-        match c {
-            'q' => return false,
-            'p' => self.paused = !self.paused,
-            '?' => self.show_help = !self.show_help,
-            '/' => self.filter_input = Some(String::new()),
-            '\x1b' => self.filter = None,
-            _ => {}
+        let k = &self.keys;
+        if c == k.quit {
+            return false;
+        } else if c == k.pause {
+            self.paused = !self.paused;
+        } else if c == k.help {
+            self.show_help = !self.show_help;
+        } else if c == k.filter {
+            self.filter_input = Some(String::new());
+        } else if c == k.view {
+            self.view = self.view.toggled();
+        } else if c == k.history {
+            self.hide_history = !self.hide_history;
+        } else if c == '\x1b' {
+            self.filter = None;
         }
         true
     }
@@ -134,70 +173,36 @@ impl Model {
     }
 }
 
-fn cpu_cell(role: &str, online: bool) -> Style {
-    match (online, role) {
-        (false, _) => Style::default().fg(Color::DarkGray),
-        (_, "rep") => Style::default().fg(Color::Black).bg(Color::Green),
-        (_, "borrowed") => Style::default().fg(Color::Black).bg(Color::Yellow),
-        (_, "idle") => Style::default().fg(Color::DarkGray),
-        _ => Style::default(),
-    }
-}
-
 /// Draw the whole screen.
 pub fn render(f: &mut Frame, m: &Model) {
-    let rows = Layout::default()
-        .direction(Direction::Vertical)
-        .constraints([
-            Constraint::Length(3),
-            Constraint::Min(6),
-            Constraint::Min(6),
-            Constraint::Length(1),
-            Constraint::Length(1),
-        ])
-        .split(f.area());
-    render_cpus(f, m, rows[0]);
-    let mid = Layout::default()
-        .direction(Direction::Horizontal)
-        .constraints([Constraint::Percentage(60), Constraint::Percentage(40)])
-        .split(rows[1]);
-    render_objects(f, m, mid[0]);
-    render_histogram(f, m, mid[1]);
-    render_log(f, m, rows[2]);
-    f.render_widget(Paragraph::new(module_line(m.status.as_ref())), rows[3]);
-    render_footer(f, m, rows[4]);
+    let area = f.area();
+    let cpu_lines = crate::top_layout::cpu_lines(m.status.as_ref(), m.view, area.width.saturating_sub(2));
+    let a = crate::top_layout::split(area, cpu_lines.len(), !m.hide_history);
+    crate::top_layout::render_cpus(f, cpu_lines, m.view, m.keys.view, a.cpus);
+    if let Some(h) = a.history {
+        crate::top_history::render(f, &m.history, h);
+    }
+    render_objects(f, m, a.objects);
+    render_histogram(f, m, a.latency);
+    render_log(f, m, a.log);
+    f.render_widget(Paragraph::new(module_line(m.status.as_ref())), a.module);
+    render_footer(f, m, a.footer);
     if m.show_help {
-        let help = Paragraph::new(vec![
-            Line::from("q quit   p pause the log   / filter by cgroup id (Enter)"),
-            Line::from("Esc clear the filter   ? this help"),
+        let k = &m.keys;
+        let mut lines = vec![
+            Line::from(format!("{} quit   {} pause the log   {} filter by cgroup id (Enter)", k.quit, k.pause, k.filter)),
+            Line::from(format!("Esc clear the filter   {} this help", k.help)),
+            Line::from(format!("{} CPU grid / one row per node   {} history on/off", k.view, k.history)),
             Line::from("CPU grid: rep = runs a fused object, lent = borrowed by it"),
-        ])
-        .block(Block::default().borders(Borders::ALL).title(" help "));
-        let area = Rect { x: 2, y: 2, width: f.area().width.saturating_sub(4).min(70), height: 5 };
+            Line::from("nodes: R rep, L lent, n native, . idle, x offline"),
+        ];
+        let path = crate::top_keys::default_path().map_or("~/.config/scx_chameleon/top.toml".into(), |p| p.display().to_string());
+        lines.push(Line::from(format!("keys from [keys] in {path}")));
+        let help = Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" help "));
+        let area = Rect { x: 2, y: 2, width: area.width.saturating_sub(4).min(80), height: 8.min(area.height.saturating_sub(2)) };
         f.render_widget(ratatui::widgets::Clear, area);
         f.render_widget(help, area);
     }
-}
-
-fn render_cpus(f: &mut Frame, m: &Model, area: Rect) {
-    let spans: Vec<Span> = match &m.status {
-        Some(s) => s
-            .cpus
-            .iter()
-            .map(|c| {
-                let text = match (c.online, c.role.as_str()) {
-                    (false, _) => format!(" {}:off ", c.cpu),
-                    (_, "rep") => format!(" {}:rep {} ", c.cpu, c.with),
-                    (_, "borrowed") => format!(" {}:lent>{} ", c.cpu, c.with),
-                    (_, "idle") => format!(" {}:idle ", c.cpu),
-                    _ => format!(" {}:native ", c.cpu),
-                };
-                Span::styled(text, cpu_cell(&c.role, c.online))
-            })
-            .collect(),
-        None => vec![Span::raw(" no status yet")],
-    };
-    f.render_widget(Paragraph::new(Line::from(spans)).block(Block::default().borders(Borders::ALL).title(" CPUs ")), area);
 }
 
 fn render_objects(f: &mut Frame, m: &Model, area: Rect) {
@@ -210,9 +215,13 @@ fn render_objects(f: &mut Frame, m: &Model, area: Rect) {
                 continue;
             }
             let granted = obj.map_or("native".to_string(), |o| format!("{} {:?}", o.cpus.len(), o.cpus));
-            let tax = s.tags.iter().find(|(id, _)| *id == cgroup).map_or("-".to_string(), |(_, t)| {
-                t.split_whitespace().find_map(|w| w.strip_prefix("tax=")).unwrap_or("-").to_string()
-            });
+            // An automatic tax: this task's, marked.
+            let tax = match s.auto_tax.iter().find(|a| a.pid == *pid) {
+                Some(a) => format!("{}*", crate::tag::tax_text(a.tax)),
+                None => s.tags.iter().find(|(id, _)| *id == cgroup).map_or("-".to_string(), |(_, t)| {
+                    t.split_whitespace().find_map(|w| w.strip_prefix("tax=")).unwrap_or("-").to_string()
+                }),
+            };
             rows.push(Row::new(vec![
                 pid.to_string(),
                 cgroup.to_string(),
@@ -324,10 +333,16 @@ fn render_footer(f: &mut Frame, m: &Model, area: Rect) {
         (None, Some(c)) => format!("  filter: cgroup {c}"),
         _ => String::new(),
     };
-    let line = Line::from(vec![
-        state,
-        Span::raw(format!("  fuse/s {fuse}  split/s {split}  kernel work on lent CPUs {proxy}{filter}  ? help  q quit")),
-    ]);
+    let line = match &m.notice {
+        Some(n) => Line::from(vec![state, Span::styled(format!("  {n}"), Style::default().fg(Color::Red))]),
+        None => Line::from(vec![
+            state,
+            Span::raw(format!(
+                "  fuse/s {fuse}  split/s {split}  kernel work on lent CPUs {proxy}{filter}  {} help  {} quit",
+                m.keys.help, m.keys.quit
+            )),
+        ]),
+    };
     f.render_widget(Paragraph::new(line), area);
 }
 
@@ -397,7 +412,7 @@ fn read_keys(tx: tokio::sync::mpsc::UnboundedSender<Msg>) {
         }
         let msg = match event::read() {
             Ok(TermEvent::Key(k)) if k.kind == KeyEventKind::Press => match k.code {
-                KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => Msg::Key('q'),
+                KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => Msg::Key('\x03'),
                 KeyCode::Char(c) => Msg::Key(c),
                 KeyCode::Enter => Msg::Key('\n'),
                 KeyCode::Esc => Msg::Key('\x1b'),
@@ -415,8 +430,14 @@ fn read_keys(tx: tokio::sync::mpsc::UnboundedSender<Msg>) {
 }
 
 /// Run the TUI until q (or SIGINT/SIGTERM); the terminal is restored on
-/// every way out, panics included (ratatui::init installs the hook).
-pub fn run(socket: &std::path::Path, status_path: &std::path::Path) -> anyhow::Result<()> {
+/// every way out, panics included (ratatui::init installs the hook). Keys
+/// come from `config` (default: top_keys::default_path()).
+pub fn run(socket: &std::path::Path, status_path: &std::path::Path, config: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let (keys, notice) = match (config, crate::top_keys::default_path()) {
+        (Some(p), _) => crate::top_keys::load(p, true),
+        (None, Some(p)) => crate::top_keys::load(&p, false),
+        (None, None) => (KeyMap::default(), None),
+    };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     {
@@ -430,7 +451,7 @@ pub fn run(socket: &std::path::Path, status_path: &std::path::Path) -> anyhow::R
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
         let mut tick = tokio::time::interval(Duration::from_millis(250));
-        let mut m = Model::default();
+        let mut m = Model { keys, notice: notice.clone(), ..Default::default() };
         loop {
             tokio::select! {
                 msg = rx.recv() => {
@@ -450,6 +471,7 @@ pub fn run(socket: &std::path::Path, status_path: &std::path::Path) -> anyhow::R
                     if m.connected {
                         m.status = crate::status::read(status_path).ok();
                     }
+                    m.tick(Instant::now());
                 }
                 _ = term.recv() => return Ok(()),
                 _ = int.recv() => return Ok(()),
@@ -458,6 +480,10 @@ pub fn run(socket: &std::path::Path, status_path: &std::path::Path) -> anyhow::R
         }
     });
     ratatui::restore();
+    // Said on the screen too, but that is gone now: keep it in the scrollback.
+    if let Some(n) = notice {
+        eprintln!("scx_chameleon top: {n}");
+    }
     result
 }
 
@@ -514,6 +540,8 @@ mod tests {
                 counters: None,
                 parked: vec![],
                 module: None,
+                auto_tax: vec![],
+                run_id: None,
             }),
             ..Default::default()
         };
@@ -599,6 +627,69 @@ mod tests {
         m.on_key('?');
         assert!(screen(&m).contains("q quit   p pause"));
         assert!(!m.on_key('q'), "q quits");
+    }
+
+    #[test]
+    fn the_node_view_has_one_row_per_node() {
+        let mut m = fused_model();
+        m.status.as_mut().unwrap().nodes = vec![vec![0, 1], vec![2, 3]];
+        assert!(m.on_key('v') && m.view == View::Nodes);
+        let s = screen(&m);
+        assert!(s.contains(" nodes (v: CPU grid) "), "{s}");
+        assert!(!s.contains("0:rep 141"), "no grid cells: {s}");
+        assert_eq!(s.matches(" node 0 ").count(), 1, "{s}");
+        assert_eq!(s.matches(" node 1 ").count(), 1, "{s}");
+        assert_eq!(s.matches(" node ").count(), 2, "one row a node: {s}");
+        assert!(s.contains("rep 1   lent 1   native 0   idle 0   offline 0   objects 1"), "{s}");
+        assert!(s.contains("rep 0   lent 0   native 1   idle 1"), "{s}");
+        m.on_key('v');
+        assert!(screen(&m).contains("0:rep 141"), "back to the grid");
+    }
+
+    #[test]
+    fn the_history_band_shows_the_seconds_recorded() {
+        let mut m = fused_model();
+        let t0 = Instant::now();
+        for i in 0..12 {
+            m.tick(t0 + Duration::from_secs(i));
+        }
+        assert_eq!(m.history.len(), 12);
+        let s = screen(&m);
+        assert!(s.contains("fuse/s"), "{s}");
+        assert!(s.contains("fused CPUs 50% (max 50%)"), "rep and lent of 4 CPUs: {s}");
+        assert!(s.contains("lent CPUs 1 (max 1)"), "{s}");
+        assert!(s.contains("last 12s"), "{s}");
+        m.on_key('h');
+        assert!(!screen(&m).contains("last 12s"), "h hides it");
+        // Disconnected seconds are absent samples, not zeros.
+        m.connected = false;
+        m.on_key('h');
+        m.tick(t0 + Duration::from_secs(12));
+        assert!(screen(&m).contains("fuse/s - "), "{}", screen(&m));
+    }
+
+    #[test]
+    fn configured_keys_replace_the_defaults_and_a_bad_file_is_shown() {
+        let mut m = fused_model();
+        m.keys = crate::top_keys::parse("[keys]\nquit = \"x\"\npause = \"P\"\n").unwrap();
+        assert!(m.on_key('q'), "q no longer quits");
+        assert!(m.on_key('P') && m.paused);
+        assert!(screen(&m).contains("? help  x quit"), "{}", screen(&m));
+        m.on_key('?');
+        assert!(screen(&m).contains("x quit   P pause"), "{}", screen(&m));
+        assert!(!m.on_key('\x03'), "Ctrl-C always quits");
+        assert!(!m.on_key('x'));
+        let mut m = fused_model();
+        m.notice = Some("top.toml: line 2: keys.quit: bad; using the default keys".into());
+        assert!(screen(&m).contains("line 2: keys.quit: bad; using the default keys"), "{}", screen(&m));
+        m.on_key('p');
+        assert!(m.notice.is_none(), "a key press clears it");
+    }
+
+    #[test]
+    fn rates_forget_events_older_than_a_second() {
+        let m = fused_model();
+        assert_eq!(m.rates_at(Instant::now() + Duration::from_secs(3)), (0, 0));
     }
 
     #[test]

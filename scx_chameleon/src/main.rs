@@ -10,10 +10,38 @@ use tracing::info;
 /// A sched_ext scheduler in which a task can borrow neighbouring CPUs to form
 /// a faster execution object (Chameleon, ASPLOS'12).
 #[derive(Debug, Parser)]
-#[command(name = "scx_chameleon", version)]
+#[command(name = "scx_chameleon", version = env!("CHAMELEON_BUILD_ID"))]
 struct Cli {
     #[command(subcommand)]
     cmd: Option<Cmd>,
+
+    /// Verbose: debug logs and libbpf's warnings and messages; twice (-vv):
+    /// trace logs and libbpf's debug output (the verifier's log on a failed load).
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    verbose: u8,
+
+    /// Size of the kernel's debug dump printed when the scheduler exits with
+    /// an error (our objects, lent CPUs and waiters are in it), in bytes
+    /// (0: the kernel's default; at most 16 MiB).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=16 << 20))]
+    exit_dump_len: u32,
+
+    /// An identifier of this run, reported in stats, the status file and the
+    /// log, to tell runs apart in collected metrics (default: none).
+    #[arg(long)]
+    run_id: Option<u64>,
+
+    /// Describe every statistic `--monitor` and `metrics` report, and exit.
+    #[arg(long)]
+    help_stats: bool,
+
+    #[command(flatten)]
+    libbpf: scx_utils::libbpf_clap_opts::LibbpfOpts,
+
+    /// Test only: make the policy report an error (scx_bpf_error) this many
+    /// milliseconds after attaching, to check the exit path and its dump.
+    #[arg(long, hide = true, value_name = "MS")]
+    test_error_after_ms: Option<u64>,
 
     /// Nodes as CPU lists separated by ';' (e.g. "0-11;12-23"). Default: one per LLC.
     #[arg(long)]
@@ -77,10 +105,18 @@ struct Cli {
     watchdog_timeout_ms: u32,
 
     /// Tag a cgroup: its tasks want an execution object. CGROUP is a path under
-    /// /sys/fs/cgroup; level 1..3 (2^level CPUs), weight 1..10000 (default: cpu.weight), tax 0.01..100,
-    /// smt uni|smt|any, prio high|normal. Repeatable.
+    /// /sys/fs/cgroup; level 1..3 (2^level CPUs), weight 1..10000 (default: cpu.weight), tax 0.01..100
+    /// or auto (each task's, from its measured speed-up), smt uni|smt|kwork|any, prio high|normal.
+    /// Repeatable.
     #[arg(long = "tag", value_name = "CGROUP=level:L,weight:W,tax:T,prio:P", value_parser = parse_tag)]
     tags: Vec<chameleon::tag::Tag>,
+
+    /// Rules file (TOML): tags for cgroups by path, unit, slice, process name
+    /// or uid, applied to cgroups as they appear; re-read on SIGHUP and by
+    /// `scx_chameleon reload-rules`. A bad file stops the start (file:line:
+    /// field); on reload it is refused and the rules in force stay.
+    #[arg(long, value_name = "FILE")]
+    rules: Option<std::path::PathBuf>,
 
     /// Accounting period of the fast contexts, in milliseconds (5..=1000): when
     /// requesters outnumber the pairs, who holds them is decided again this
@@ -93,9 +129,16 @@ struct Cli {
     #[arg(long, default_value_t = 1)]
     boost_threshold: usize,
 
-    /// Do not schedule: print the running scheduler's counters (scx_stats) every N seconds.
+    /// Do not schedule: print the running scheduler's counters (scx_stats) every N
+    /// seconds, one line each with rates and the kernel's event counters that
+    /// changed; while no scheduler answers, say so once and keep retrying.
     #[arg(long, value_name = "N", value_parser = parse_interval)]
     monitor: Option<f64>,
+
+    /// With --monitor: one JSON object per line (the schema of
+    /// `chameleon::metrics::Metrics`), for scripts.
+    #[arg(long, requires = "monitor")]
+    monitor_json: bool,
 
     /// Emulate fused processors by duty cycles (needs the chameleon_proxy
     /// module): every CPU runs part of the time, a fused representative more.
@@ -108,7 +151,7 @@ struct Cli {
     #[arg(long, hide = true)]
     no_exit_notice: bool,
 
-    /// Log level (error, warn, info, debug, trace).
+    /// Log level (error, warn, info, debug, trace; -v raises it).
     #[arg(long, default_value = "info")]
     log_level: String,
 }
@@ -127,7 +170,8 @@ enum Cmd {
         /// 1..10000: claim on contended CPUs, as cpu.weight W x 100 (default: the cgroup's cpu.weight).
         #[arg(long)]
         weight: Option<String>,
-        /// 0.01..100: cost of borrowed time (default 1).
+        /// 0.01..100: cost of borrowed time (default 1); auto: each task's, set from its
+        /// measured speed-up when fused.
         #[arg(long)]
         tax: Option<String>,
         /// uni (sibling idle), smt (share the core, never fuse), kwork (user work here,
@@ -142,10 +186,20 @@ enum Cmd {
     Untag {
         cgroup: String,
     },
-    /// List tagged cgroups: own tags and what descendants inherit.
+    /// List every tag in force and where it comes from (stored, --tag, a
+    /// rule of the rules file, inherited); asks the running agent.
     Tags,
-    /// Watch it live: CPU grid, execution objects, fuse latency, event log.
-    Top,
+    /// Re-read the running agent's rules file (as SIGHUP does); a bad file is
+    /// refused with its line and field, and the rules in force stay.
+    ReloadRules,
+    /// Watch it live: CPU grid (or one row per node), history sparklines,
+    /// execution objects, fuse latency, event log.
+    Top {
+        /// Key file (default: $XDG_CONFIG_HOME/scx_chameleon/top.toml, else
+        /// ~/.config/scx_chameleon/top.toml), e.g. `[keys] quit = "q" view = "v"`.
+        #[arg(long)]
+        config: Option<std::path::PathBuf>,
+    },
     /// Print the running scheduler's counters in the OpenMetrics text format.
     Metrics,
     /// Stream the running scheduler's events (fuse, split, ...), one per line.
@@ -168,6 +222,18 @@ enum Cmd {
     /// Give parked CPUs back (at once if they are still online).
     Unpark {
         cpus: String,
+    },
+    /// Record the running scheduler's events for SECONDS into FILE, a Perfetto
+    /// trace (open it in ui.perfetto.dev): per CPU, when it was a fused
+    /// representative or lent, and the splits; per task, its events.
+    Trace {
+        /// How long to record, whole seconds (1..=3600; Ctrl-C ends it early).
+        #[arg(short = 'd', long = "duration", value_name = "SECONDS",
+              value_parser = chameleon::trace_record::parse_seconds)]
+        seconds: u64,
+        /// The trace file to write (replaced only once the trace is complete).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: std::path::PathBuf,
     },
     /// Show the objects of the running scheduler.
     Status {
@@ -197,7 +263,18 @@ fn print_status(snap: &chameleon::status::Snapshot) {
     println!("node manager places objects on cpus {:?}", snap.manager_online);
     for (pid, level, weight) in &snap.requesters {
         let cpus = snap.objects.iter().find(|o| o.pid == *pid).map(|o| format!("{:?}", o.cpus));
-        println!("pid {pid}: level {level} weight {weight} -> {}", cpus.as_deref().unwrap_or("native"));
+        // An automatic tax: what it pays now and why.
+        let tax = snap.auto_tax.iter().find(|a| a.pid == *pid).map_or(String::new(), |a| {
+            format!(
+                ", tax auto {} (speed-up {}, progress from {}, {} paired ratios{})",
+                chameleon::tag::tax_text(a.tax),
+                a.speedup.map_or("not yet measured".into(), |s| format!("{s:.2}")),
+                a.source,
+                a.pairs,
+                a.exploring.as_ref().map_or(String::new(), |e| format!(", exploring {e}"))
+            )
+        });
+        println!("pid {pid}: level {level} weight {weight} -> {}{tax}", cpus.as_deref().unwrap_or("native"));
     }
     let cpus: Vec<String> = snap
         .cpus
@@ -318,18 +395,56 @@ fn untag_cmd(cgroup: &str, socket: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-fn tags_cmd() -> Result<()> {
-    use chameleon::tag_store;
+/// The tags in force as the running agent has them (with --tag and rules);
+/// with no agent, the stored ones, and a note saying so.
+fn tags_cmd(socket: &std::path::Path) -> Result<()> {
+    use chameleon::{control, tag_store};
     // Tags live in trusted.* attributes: without CAP_SYS_ADMIN they read as absent.
     require_root("listing tags")?;
-    for e in tag_store::scan(tag_store::root(), &[])? {
-        match (e.own, e.effective, &e.error) {
-            (_, _, Some(err)) => println!("{} (cgroup {}): DAMAGED, no tag in force: {err}", e.path.display(), e.id),
-            (Some(p), _, _) => println!("{} (cgroup {}): {}", e.path.display(), e.id, p.encode()),
-            (None, Some(p), _) => println!("{} (cgroup {}): {} (inherited)", e.path.display(), e.id, p.encode()),
-            _ => {}
+    if socket.exists() {
+        if let Ok(r) = control::send(socket, control::Op::Tags) {
+            if !r.ok {
+                anyhow::bail!("the running scheduler refused: {}", r.error.unwrap_or_default());
+            }
+            for t in r.tags.unwrap_or_default() {
+                println!("{t}");
+            }
+            return Ok(());
         }
     }
+    for t in tag_store::scan(tag_store::root(), &[], None)?.iter().filter_map(|e| e.listed()) {
+        println!("{t}");
+    }
+    eprintln!("scx_chameleon is not running: stored tags only (no --tag, no rules)");
+    Ok(())
+}
+
+fn reload_rules_cmd(socket: &std::path::Path) -> Result<()> {
+    require_root("reloading the rules")?;
+    if !socket.exists() {
+        anyhow::bail!("scx_chameleon is not running ({} missing)", socket.display());
+    }
+    let r = chameleon::control::send(socket, chameleon::control::Op::ReloadRules)?;
+    if !r.ok {
+        anyhow::bail!("{}", r.error.unwrap_or_default());
+    }
+    println!("{}", r.detail.unwrap_or_default());
+    Ok(())
+}
+
+fn trace_cmd(socket: &std::path::Path, status: &std::path::Path, seconds: u64, output: &std::path::Path) -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        anyhow::bail!("tracing needs root (the agent's control socket is root's only)");
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    // Ctrl-C ends the window early; what was recorded is still written.
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, flag.clone()).context("installing the SIGINT/SIGTERM handler")?;
+    }
+    let nr_cpus = *scx_utils::NR_CPU_IDS as u32;
+    println!("{}", chameleon::trace_record::run(socket, status, seconds, output, nr_cpus, &stop)?);
     Ok(())
 }
 
@@ -383,6 +498,10 @@ fn main() {
 
 fn run() -> Result<()> {
     let cli = Cli::parse();
+    if cli.help_stats {
+        chameleon::metrics::describe(&mut std::io::stdout())?;
+        return Ok(());
+    }
     match cli.cmd {
         Some(Cmd::Status { json }) => return status(&cli.status_file, json),
         Some(Cmd::Tag { cgroup, level, weight, tax, smt, prio }) => {
@@ -390,13 +509,15 @@ fn run() -> Result<()> {
             return tag_cmd(&cgroup, fields, &cli.control_socket);
         }
         Some(Cmd::Untag { cgroup }) => return untag_cmd(&cgroup, &cli.control_socket),
-        Some(Cmd::Tags) => return tags_cmd(),
+        Some(Cmd::Tags) => return tags_cmd(&cli.control_socket),
+        Some(Cmd::ReloadRules) => return reload_rules_cmd(&cli.control_socket),
         Some(Cmd::Park { cpus, holdoff_ms }) => {
             return park_cmd(&cli.control_socket, chameleon::control::Op::Park { cpus, holdoff_ms: Some(holdoff_ms) })
         }
         Some(Cmd::Unpark { cpus }) => return park_cmd(&cli.control_socket, chameleon::control::Op::Unpark { cpus }),
         Some(Cmd::Events { json }) => return events_cmd(&cli.control_socket, json),
-        Some(Cmd::Top) => return chameleon::top::run(&cli.control_socket, &cli.status_file),
+        Some(Cmd::Trace { seconds, output }) => return trace_cmd(&cli.control_socket, &cli.status_file, seconds, &output),
+        Some(Cmd::Top { config }) => return chameleon::top::run(&cli.control_socket, &cli.status_file, config.as_deref()),
         Some(Cmd::Metrics) => {
             print!("{}", chameleon::metrics::fetch()?.openmetrics());
             return Ok(());
@@ -407,13 +528,14 @@ fn run() -> Result<()> {
         if !(every.is_finite() && every > 0.0) {
             anyhow::bail!("--monitor must be a number of seconds > 0 (got {every})");
         }
-        loop {
-            let m = chameleon::metrics::fetch()?;
-            println!("{}", serde_json::to_string(&m)?);
-            std::thread::sleep(Duration::from_secs_f64(every));
-        }
+        return chameleon::monitor::run(Duration::from_secs_f64(every), cli.monitor_json);
     }
-    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log_level)
+    let level = match cli.verbose {
+        0 => cli.log_level.as_str(),
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
         .with_context(|| format!("invalid --log-level {:?}", cli.log_level))?;
     // Logs go to stderr; stdout carries events and stats for scripts to read.
     tracing_subscriber::fmt()
@@ -422,6 +544,15 @@ fn run() -> Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    // libbpf speaks through the `log` crate, which the subscriber above
+    // collects: its warnings with -v, its debug output (the verifier's log)
+    // with -vv.
+    match cli.verbose {
+        0 => {}
+        1 => scx_utils::init_libbpf_logging(Some(libbpf_rs::PrintLevel::Info)),
+        _ => scx_utils::init_libbpf_logging(Some(libbpf_rs::PrintLevel::Debug)),
+    }
+    info!("scx_chameleon {}{}", env!("CHAMELEON_BUILD_ID"), cli.run_id.map_or(String::new(), |r| format!(", run id {r}")));
 
     if !(cli.stats.is_finite() && cli.stats >= 0.0) {
         anyhow::bail!("--stats must be a number of seconds >= 0 (got {})", cli.stats);
@@ -435,6 +566,7 @@ fn run() -> Result<()> {
         lend_wait_ms: cli.lend_wait_ms,
         watchdog_timeout_ms: cli.watchdog_timeout_ms,
         tags: cli.tags,
+        rules: cli.rules,
         node_cpus: cli.node_cpus,
         topology: chameleon::node::TopologyOpts {
             capacity: match &cli.cpu_capacity {
@@ -450,20 +582,27 @@ fn run() -> Result<()> {
         no_exit_notice: cli.no_exit_notice,
         share_period_ms: cli.share_period_ms,
         boost_threshold: cli.boost_threshold,
+        exit_dump_len: cli.exit_dump_len,
+        run_id: cli.run_id,
+        libbpf: cli.libbpf,
+        test_error_after: cli.test_error_after_ms.map(Duration::from_millis),
     };
     opts.validate()?;
     // One agent at a time, held across restarts; taken before anything is
     // bound or written, so a second agent cannot disturb the first.
     let _lock = chameleon::control::InstanceLock::acquire(&opts.control_path)?;
 
+    // SIGINT/SIGTERM stop, SIGHUP reloads the rules (systemd's ExecReload=kill -HUP).
     let shutdown = chameleon::Shutdown::new()?;
-    let flag = shutdown.clone();
-    ctrlc::set_handler(move || flag.request()).context("installing the SIGINT/SIGTERM handler")?;
+    let hup = chameleon::Doorbell::new()?;
+    chameleon::signals::install(shutdown.clone(), hup.clone())?;
 
     let mut open_object = MaybeUninit::uninit();
+    let mut kept = None;
     loop {
-        let mut sched = Scheduler::init(&opts, &mut open_object)?;
-        let uei = sched.run(&shutdown)?;
+        let mut sched = Scheduler::init_with(&opts, kept.take(), &mut open_object)?;
+        let uei = sched.run(&shutdown, &hup)?;
+        kept = sched.take_rules();
         drop(sched);
         if !uei.should_restart() {
             info!("scx_chameleon exited");

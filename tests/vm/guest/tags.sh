@@ -32,7 +32,7 @@ echo "$out" | grep -q "not running: applies at its next start" || fail "no note 
 [ "$(stored /sys/fs/cgroup/seq)" = "v1 level=1 tax=0.50 smt=any" ] ||
 	fail "stored tag is '$(stored /sys/fs/cgroup/seq)'"
 ok "$out"
-scx_chameleon tags | grep -q "^/sys/fs/cgroup/seq/child (cgroup [0-9]*): v1 level=1 .*(inherited)$" ||
+scx_chameleon tags | grep -q "^/sys/fs/cgroup/seq/child (cgroup [0-9]*): v1 level=1 .*(inherited from /sys/fs/cgroup/seq)$" ||
 	fail "child does not inherit: $(scx_chameleon tags)"
 ok "child inherits: $(scx_chameleon tags | grep child)"
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # `scx_chameleon top` in tmux: shows the fused object and fuse events, says
 # DISCONNECTED when the agent dies instead of crashing, reconnects when it
-# comes back, and `q` exits 0 with the terminal restored.
+# comes back, shows the history band and (key v) one row per node, and `q`
+# exits 0 with the terminal restored.
 . /opt/chameleon/guest/lib.sh
 
 make_cgroup seq
@@ -45,6 +46,19 @@ wait_state disabled 2000 >/dev/null || fail "scheduler still enabled"
 start_agent
 wait_screen "connected  fuse/s" "top did not reconnect"
 ok "agent back: top reconnected"
+
+# The history band (a sample a second, '·' while the agent was gone) and the
+# node view: one row for the VM's one LLC, then back to the grid.
+wait_screen "last [1-9][0-9]*s" "no history band"
+grep -q "fused CPUs" /tmp/screen || { cat /tmp/screen; fail "no fused-CPUs sparkline"; }
+tmux -u send-keys -t top v
+wait_screen " node 0  cpus [0-9,-]* *rep [0-9]" "v did not show one row per node"
+nodes=$(scx_chameleon status --json | sed -n '/^  "nodes": \[/,/^  \]/p' | grep -c '^    \[')
+[ "$(grep -c ' node [0-9]* *cpus ' /tmp/screen)" = "$nodes" ] || { cat /tmp/screen; fail "not one row per node ($nodes)"; }
+! grep -q " 0:rep \| 0:native \| 0:idle " /tmp/screen || { cat /tmp/screen; fail "grid cells in the node view"; }
+ok "history band shown; v: $(grep ' node 0 ' /tmp/screen | tr -s ' │' ' ' | cut -c1-100)"
+tmux -u send-keys -t top v
+wait_screen " CPUs (v: one row per node) " "v did not go back to the grid"
 
 tmux -u send-keys -t top q
 t0=$(now_ms)

@@ -1,0 +1,58 @@
+//! A task's allowed CPUs (sched_getaffinity), for the node manager: an object
+//! helps a pinned task only where it may run on the representative. Read when
+//! the task asks for an object and again at every reconcile (an affinity
+//! change sends no event of ours). And the CPU it is on, read at each
+//! rotation of the fast contexts for those waiting for one.
+
+use std::collections::BTreeSet;
+
+/// The CPUs `pid` may run on; None if it is gone or cannot be read.
+pub fn of(pid: i32) -> Option<BTreeSet<usize>> {
+    // SAFETY: a zeroed cpu_set_t is an empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is a valid cpu_set_t of the size passed.
+    let rc = unsafe { libc::sched_getaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return None;
+    }
+    let nr = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: CPU_ISSET reads the set within its size (cpu < nr).
+    Some((0..nr).filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) }).collect())
+}
+
+/// The CPU `pid` last ran on or is queued on (`/proc/PID/stat`'s
+/// "processor"); None if it is gone or the line cannot be parsed.
+pub fn cpu_of(pid: i32) -> Option<usize> {
+    parse_processor(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Field 39 of a stat line, counted after the command (which may hold
+/// spaces and parentheses: it ends at the last ')').
+fn parse_processor(stat: &str) -> Option<usize> {
+    // Fields 3.. follow the command: the processor is the 37th of them.
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(36)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_processor_field_is_read_after_the_command() {
+        let mut line = String::from("123 (a) b) c) R");
+        for i in 4..=52 {
+            line += &format!(" {}", if i == 39 { 5 } else { i * 1000 });
+        }
+        assert_eq!(super::parse_processor(&line), Some(5));
+        assert_eq!(super::parse_processor("123 (x) R 1 2"), None);
+        assert_eq!(super::parse_processor("garbage"), None);
+        let me = super::cpu_of(std::process::id() as i32).expect("own CPU");
+        assert!(me < 8 * std::mem::size_of::<libc::cpu_set_t>());
+    }
+
+    #[test]
+    fn this_process_may_run_on_the_cpus_it_is_allowed() {
+        let mine = super::of(std::process::id() as i32).expect("own affinity");
+        assert!(!mine.is_empty());
+        // A pid that cannot exist reads as unknown, not as "nowhere".
+        assert_eq!(super::of(i32::MAX), None);
+    }
+}

@@ -1,0 +1,48 @@
+//! The processes in one cgroup, as rules see them (`match.comm`,
+//! `match.uid`): the name and effective uid of each process listed in its
+//! `cgroup.procs`. Read only while some rule asks for them (a /proc read per
+//! process, once a second). A process that exits while it is read is left
+//! out: it is no longer in the cgroup.
+
+use std::path::Path;
+
+/// Comms and effective uids of the processes in `cgroup` (a directory of the
+/// cgroup mount); empty if it has none or cannot be read.
+pub fn read(cgroup: &Path) -> (Vec<String>, Vec<u32>) {
+    let (mut comms, mut uids) = (Vec::new(), Vec::new());
+    let Ok(list) = std::fs::read_to_string(cgroup.join("cgroup.procs")) else { return (comms, uids) };
+    for pid in list.lines().filter_map(|l| l.trim().parse::<u32>().ok()) {
+        let proc = Path::new("/proc").join(pid.to_string());
+        let (Ok(comm), Ok(status)) =
+            (std::fs::read_to_string(proc.join("comm")), std::fs::read_to_string(proc.join("status")))
+        else {
+            continue;
+        };
+        comms.push(comm.trim_end_matches('\n').to_string());
+        if let Some(uid) = effective_uid(&status) {
+            uids.push(uid);
+        }
+    }
+    comms.sort();
+    comms.dedup();
+    uids.sort_unstable();
+    uids.dedup();
+    (comms, uids)
+}
+
+/// The effective uid from /proc/PID/status ("Uid:\treal\teffective\tsaved\tfs"):
+/// what the process runs as (a setuid program counts as its owner).
+pub fn effective_uid(status: &str) -> Option<u32> {
+    status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn effective_uid_is_the_second_field() {
+        let status = "Name:\tpostgres\nUmask:\t0022\nUid:\t1000\t0\t0\t0\nGid:\t1000\t1000\t1000\t1000\n";
+        assert_eq!(super::effective_uid(status), Some(0));
+        assert_eq!(super::effective_uid("Name:\tx\n"), None);
+        assert_eq!(super::effective_uid("Uid:\t1000\n"), None);
+    }
+}

@@ -1,0 +1,66 @@
+#!/bin/sh
+# Objects respect a task's affinity: its representative is a CPU it may run
+# on. Found in proxy_stress: a tagged task pinned to CPUs 0-1 was given
+# [2, 3], never fused there, and its object went back and forth.
+#   a: an unpinned tagged task holds [0, 1]; a tagged task pinned to 0-1
+#      arrives: it gets [0, 1], the unpinned one moves to [2, 3]; the kernel
+#      has the pinned task on CPU 0 while CPU 1 idles (/proc/stat);
+#   b: re-pinned to 2-3 while it runs (taskset: no event of ours), its
+#      object follows within the reconcile (1 s), the other moves back;
+#   c: pinned to CPU 3 alone (no pair has 3 as representative): no object,
+#      and it runs.
+. /opt/chameleon/guest/lib.sh
+TEST=pinned_object
+CG=/sys/fs/cgroup
+
+obj() { scx_chameleon status | sed -n "s/^pid $1: .*-> \(.*\)$/\1/p"; }
+# wait_obj PID WANT MS
+wait_obj() {
+	t0=$(now_ms)
+	until [ "$(obj $1)" = "$2" ]; do
+		[ $(( $(now_ms) - t0 )) -lt "$3" ] || fail "pid $1 has $(obj $1), not $2 after $3 ms"
+		usleep 100000
+	done
+}
+
+start_agent --events
+make_cgroup po
+scx_chameleon tag po --level 1 >/dev/null || fail "cannot tag"
+spin -g $CG/po $LONG >/dev/null &
+u=$!
+wait_obj $u "[0, 1]" 5000
+ok "a: the unpinned task holds [0, 1]"
+taskset 0x3 spin -g $CG/po $LONG >/dev/null &
+p=$!
+wait_obj $p "[0, 1]" 5000
+wait_obj $u "[2, 3]" 5000
+on0=0 n=0
+i0=$(cpu_jiffies 1)
+while [ $n -lt 20 ]; do
+	[ "$(awk '{ print $39 }' /proc/$p/stat)" = 0 ] && on0=$(( on0 + 1 ))
+	n=$(( n + 1 ))
+	usleep 100000
+done
+idle1=$(idle_pct "$i0" "$(cpu_jiffies 1)")
+ok "a: pinned to 0-1 it holds [0, 1], the other [2, 3]; the kernel had it on CPU 0 in $on0 of $n samples, CPU 1 idle $idle1 %"
+[ "$on0" -ge 16 ] || fail "a: the pinned task was on CPU 0 in $on0 of $n samples"
+# Every CPU is in an object, so this shell and its samplers run on lent
+# CPUs too (65-100 % idle seen): CPU 1 is mostly lent, not busy.
+[ "$idle1" -ge 50 ] || fail "a: CPU 1 idle $idle1 %: not lent to the pinned task"
+
+taskset -p 0xc $p >/dev/null || fail "cannot re-pin"
+wait_obj $p "[2, 3]" 3000
+wait_obj $u "[0, 1]" 3000
+ok "b: re-pinned to 2-3, its object followed: [2, 3], the other back on [0, 1]"
+
+end_tasks $u
+taskset -p 0x8 $p >/dev/null || fail "cannot pin to CPU 3"
+wait_obj $p "native" 3000
+a0=$(run_ns $p); sleep 0.5
+[ "$(run_ns $p)" -gt "$a0" ] || fail "c: the task pinned to CPU 3 got no CPU"
+[ "$(awk '{ print $39 }' /proc/$p/stat)" = 3 ] || fail "c: the task is not on CPU 3"
+ok "c: pinned to CPU 3 alone: no object (no pair there has 3 as representative), it runs on CPU 3"
+end_tasks $p
+scx_chameleon untag po >/dev/null
+stop_agent
+pass
