@@ -92,10 +92,20 @@ pairs() {
 	grep "autotax pid=$1 pair=" "$AGENT_LOG" | sed 's/.*pair=\([^ ]*\) .*/\1/' | tr '\n' ' '
 }
 
+# afail MSG: fail with both tasks' controllers in the output (CI keeps only
+# that, not the agent's log).
+afail() {
+	echo "   A's autotax lines: $(grep "^autotax pid=$a " "$AGENT_LOG" | sed "s/^autotax pid=$a //" | tr '\n' '|')"
+	echo "   A's paired ratios: $(pairs $a)"
+	echo "   B's autotax lines: $(grep "^autotax pid=$b " "$AGENT_LOG" | sed "s/^autotax pid=$b //" | tr '\n' '|')"
+	echo "   B's paired ratios: $(pairs $b)"
+	fail "$@"
+}
+
 # B: 50 or more within N s of its start.
 until [ "$(last_tax $b)" -ge 5000 ] 2>/dev/null; do
 	[ $(( $(now_ms) - tb )) -lt $(( (N + 10) * 1000 )) ] ||
-		fail "B's tax is $(last_tax $b) after $(( N + 10 )) s: $(grep "^autotax pid=$b " "$AGENT_LOG" | tr '\n' '|')"
+		afail "B's tax is $(last_tax $b) after $(( N + 10 )) s: $(grep "^autotax pid=$b " "$AGENT_LOG" | tr '\n' '|')"
 	usleep 100000
 done
 took=$(( $(now_ms) - tb ))
@@ -104,9 +114,9 @@ grep "^autotax pid=$b " "$AGENT_LOG" | sed 's/^/   /'
 echo "   B's paired ratios: $(pairs $b)"
 echo "   B's first 50 samples:"
 samples $b | head -n 50
-[ "$took" -le $(( N * 1000 )) ] || fail "B's tax reached 50 only after $took ms (bound $N s)"
-grep -q "^autotax pid=$b explore=native" "$AGENT_LOG" || fail "B was never withdrawn for native samples"
-grep -q "^autotax pid=$b source=file" "$AGENT_LOG" || fail "B's progress did not come from its counter file"
+[ "$took" -le $(( N * 1000 )) ] || afail "B's tax reached 50 only after $took ms (bound $N s)"
+grep -q "^autotax pid=$b explore=native" "$AGENT_LOG" || afail "B was never withdrawn for native samples"
+grep -q "^autotax pid=$b source=file" "$AGENT_LOG" || afail "B's progress did not come from its counter file"
 
 # A: measured for N s past its start and then 10 s more.
 while [ $(( $(now_ms) - ta )) -lt $(( (N + 10) * 1000 )) ]; do usleep 200000; done
@@ -115,44 +125,44 @@ echo "   A's paired ratios: $(pairs $a)"
 echo "   A's first 50 samples:"
 samples $a | head -n 50
 sa=$(last_speedup $a)
-[ "$sa" != - ] && [ -n "$sa" ] || fail "A's speed-up was never measured"
+[ "$sa" != - ] && [ -n "$sa" ] || afail "A's speed-up was never measured"
 # worst_a: A's highest tax so far, hundredths.
 worst_a() {
 	sed -n "s/^autotax pid=$a speedup=[^ ]* tax=\([0-9]*\)\.\([0-9]*\)$/\1\2/p" "$AGENT_LOG" | sed 's/^0*\(.\)/\1/' | sort -n | tail -n 1
 }
 ok "A: tax $(last_tax $a) now, at most $(worst_a) since its start (hundredths), speed-up $sa"
-[ "$(worst_a)" -le 100 ] || fail "A's tax went up to $(worst_a) hundredths (above 1.00)"
-awk -v s="$sa" 'BEGIN { exit !(s > 1.5) }' || fail "A's speed-up $sa, want > 1.5 (emulated: 2)"
+[ "$(worst_a)" -le 100 ] || afail "A's tax went up to $(worst_a) hundredths (above 1.00)"
+awk -v s="$sa" 'BEGIN { exit !(s > 1.5) }' || afail "A's speed-up $sa, want > 1.5 (emulated: 2)"
 
 # status says the same (what it pays now, which may have moved a rung since).
-st=$(scx_chameleon status) || fail "status: $st"
+st=$(scx_chameleon status) || afail "status: $st"
 echo "$st" | grep -E "^pid ($a|$b):" | sed 's/^/   /'
 # status_tax PID: the tax status shows for PID, hundredths.
 status_tax() {
 	echo "$st" | sed -n "s/^pid $1: .* tax auto \([0-9]*\)\.\([0-9]*\) (speed-up [0-9.]*, progress from file, .*/\1\2/p" | sed 's/^0*\(.\)/\1/'
 }
-[ -n "$(status_tax $a)" ] && [ -n "$(status_tax $b)" ] || fail "status does not show both auto taxes"
-[ "$(status_tax $a)" -le 100 ] || fail "status: A's tax $(status_tax $a) hundredths"
-[ "$(status_tax $b)" -ge 5000 ] || fail "status: B's tax $(status_tax $b) hundredths"
+[ -n "$(status_tax $a)" ] && [ -n "$(status_tax $b)" ] || afail "status does not show both auto taxes: $(echo "$st" | grep -E "^pid " | tr '\n' '|')"
+[ "$(status_tax $a)" -le 100 ] || afail "status: A's tax $(status_tax $a) hundredths"
+[ "$(status_tax $b)" -ge 5000 ] || afail "status: B's tax $(status_tax $b) hundredths"
 # B's speed-up from status: the median of its last 5 ratios (the log's
 # line is its first estimate, of 3, printed when its tax first moved; its
 # ratios spread 0.5-1.16 under TCG).
 sb=$(echo "$st" | sed -n "s/^pid $b: .* (speed-up \([0-9.]*\), .*/\1/p")
-awk -v s="$sb" 'BEGIN { exit !(s != "" && s < 1.1) }' || fail "B's speed-up '$sb' in status, want < 1.1"
+awk -v s="$sb" 'BEGIN { exit !(s != "" && s < 1.1) }' || afail "B's speed-up '$sb' in status, want < 1.1: $(echo "$st" | grep -E "^pid $b:")"
 
 # The kernel's account: A's CPU time over 4 s, in per mille of the window
 # (a plain CPU gives 500 here; fused, 1000 less its native explorations,
 # a quarter of its time at 500: 875).
-set -- $(cpu_share 4000 $a $b) || fail "cpu_share"
+set -- $(cpu_share 4000 $a $b) || afail "cpu_share"
 ok "schedstat over 4 s: A ran $1 ‰, B $2 ‰ of the window"
 echo "   A's paired ratios, all: $(pairs $a)"
 echo "   A's samples after the first 50:"
 samples $a | tail -n +51
-[ "$1" -ge 650 ] || fail "A ran $1 ‰: no more than a plain CPU at 50 % (not fused)"
-[ "$(worst_a)" -le 100 ] || fail "A's tax went up to $(worst_a) hundredths (above 1.00) by the end"
-[ "$(last_tax $b)" -ge 5000 ] || fail "B's tax came down to $(last_tax $b) hundredths by the end"
+[ "$1" -ge 650 ] || afail "A ran $1 ‰: no more than a plain CPU at 50 % (not fused)"
+[ "$(worst_a)" -le 100 ] || afail "A's tax went up to $(worst_a) hundredths (above 1.00) by the end"
+[ "$(last_tax $b)" -ge 5000 ] || afail "B's tax came down to $(last_tax $b) hundredths by the end"
 ok "at the end: A's tax $(last_tax $a), B's $(last_tax $b) (hundredths), $(( ($(now_ms) - ta) / 1000 )) s after A's start"
 end_tasks $a $b
-[ "$(state)" = enabled ] || fail "scheduler ejected"
+[ "$(state)" = enabled ] || afail "scheduler ejected"
 stop_agent
 pass
