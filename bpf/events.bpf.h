@@ -30,8 +30,25 @@ static void event_set_task(struct chameleon_event *ev, struct task_struct *p)
 	__builtin_memcpy(ev->comm, p->comm, sizeof(ev->comm));
 }
 
-/* A task or CPU event. */
-static void emit(u32 kind, s32 cpu, struct task_struct *p)
+/*
+ * The agent sleeps on the ring buffer. What it must act on at once (a task
+ * that asks for an object or leaves, a CPU that comes or goes, a sleeper
+ * whose object was freed waking up) wakes it; the rest (fuse, split, the
+ * sleeps and wakes of a task that holds an object) waits for its next loop,
+ * at most 20 ms away while it has requesters (scheduler.rs TICK_BUSY). A
+ * task that sleeps a thousand times a second woke it two thousand times,
+ * and under AASH's 30 ms rotation the agent's wakeups were what the
+ * rotation cost the tasks it shares CPUs with (bench/aash_overhead).
+ * FORCE, not the default: the default wakes only a consumer that has read
+ * everything, which a quiet event still pending prevents.
+ */
+static void event_submit(struct chameleon_event *ev, bool urgent)
+{
+	bpf_ringbuf_submit(ev, urgent ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+/* A task or CPU event; @urgent wakes the agent. */
+static void emit(u32 kind, s32 cpu, struct task_struct *p, bool urgent)
 {
 	struct chameleon_event *ev = event_reserve(kind, cpu);
 
@@ -39,7 +56,7 @@ static void emit(u32 kind, s32 cpu, struct task_struct *p)
 		return;
 	if (p)
 		event_set_task(ev, p);
-	bpf_ringbuf_submit(ev, 0);
+	event_submit(ev, urgent);
 }
 
 /* A task wants an object of @level (0: no longer wants one). */
@@ -56,7 +73,7 @@ static void emit_demand(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 	event_set_task(ev, p);
 	ev->cgroup_id = cgid;
 	ev->level = level;
-	bpf_ringbuf_submit(ev, 0);
+	event_submit(ev, true);
 }
 
 /* A tagged task leaves: how long it ran, and ran fused. */
@@ -69,5 +86,5 @@ static void emit_exit(struct task_struct *p, s32 cpu, u64 run_ns, u64 fused_ns)
 	event_set_task(ev, p);
 	ev->run_ns = run_ns;
 	ev->fused_ns = fused_ns;
-	bpf_ringbuf_submit(ev, 0);
+	event_submit(ev, true);
 }

@@ -417,6 +417,7 @@ void BPF_STRUCT_OPS(chameleon_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct chameleon_assignment a;
 	struct task_ctx *tctx = task_ctx(p);
+	bool held;
 
 	if (!tctx)
 		return;
@@ -425,14 +426,19 @@ void BPF_STRUCT_OPS(chameleon_runnable, struct task_struct *p, u64 enq_flags)
 	cg_count(tctx, true);
 	if (!tctx->tagged)
 		return;
-	if (assignment_of(p, &a))
+	held = assignment_of(p, &a);
+	if (held)
 		place_vthreads(tctx, &a);
 	else
 		redemand_if_lost(p, tctx);
-	/* Its object may have been freed while it slept: it asks again. */
+	/*
+	 * Its object may have been freed while it slept: it asks again, and
+	 * then the agent is woken for it (one it still holds is only counted
+	 * awake, at the agent's next loop).
+	 */
 	if (tctx->sleep_told) {
 		tctx->sleep_told = 0;
-		emit(CHAMELEON_EV_WAKE, scx_bpf_task_cpu(p), p);
+		emit(CHAMELEON_EV_WAKE, scx_bpf_task_cpu(p), p, !held);
 	}
 }
 
@@ -1014,7 +1020,7 @@ void BPF_STRUCT_OPS(chameleon_cpu_online, s32 cpu)
 		hotplug_cpu_back(cpu);
 	}
 	__sync_fetch_and_add(&nr_cpu_online_events, 1);
-	emit(CHAMELEON_EV_CPU_ONLINE, cpu, NULL);
+	emit(CHAMELEON_EV_CPU_ONLINE, cpu, NULL, true);
 }
 
 void BPF_STRUCT_OPS(chameleon_cpu_offline, s32 cpu)
@@ -1034,7 +1040,7 @@ void BPF_STRUCT_OPS(chameleon_cpu_offline, s32 cpu)
 		hotplug_cpu_gone(cpu);
 	}
 	__sync_fetch_and_add(&nr_cpu_offline_events, 1);
-	emit(CHAMELEON_EV_CPU_OFFLINE, cpu, NULL);
+	emit(CHAMELEON_EV_CPU_OFFLINE, cpu, NULL, true);
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(chameleon_init)

@@ -103,5 +103,5 @@ static void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 	if (!bpf_map_lookup_elem(&assignments, &pid))
 		return;
 	tctx->sleep_told = 1;
-	emit(CHAMELEON_EV_SLEEP, cpu, p);
+	emit(CHAMELEON_EV_SLEEP, cpu, p, false);
 }

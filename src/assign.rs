@@ -502,9 +502,10 @@ impl Assigner {
     /// Start an accounting period if one is due: the node manager decides
     /// again who holds the pairs, and what changed is published. Uncontended,
     /// it only clears the queue's books (and reads no BPF map).
-    pub fn rotate(&mut self, map: &dyn MapCore, cg_weights: &dyn MapCore) {
+    /// Whether one started.
+    pub fn rotate(&mut self, map: &dyn MapCore, cg_weights: &dyn MapCore) -> bool {
         if self.requesters.is_empty() || self.last_rotate.elapsed() < self.share_period {
-            return;
+            return false;
         }
         self.last_rotate = Instant::now();
         let changes = if self.manager.contended() {
@@ -522,6 +523,7 @@ impl Assigner {
             self.manager.rotate()
         };
         self.publish(map, changes, None);
+        true
     }
 
     /// Each auto-tax task's controller, once per interval (auto_tax.rs):

@@ -11,7 +11,10 @@
 # utime + stime from /proc/PID/stat, ms: the agent runs on these 4 CPUs, so
 # what a rotation costs it is taken from the spinners) are printed beside it.
 #   bench_aash.sh [ROUNDS] [WINDOW_S] [PERIOD_MS...]
-# Prints "aash round=R period_ms=P loops=N migrations=M idle_pm=I agent_ms=A".
+# The lines the agent logged over the window and the events it read over its
+# run (its summary) say how busy its loop was.
+# Prints "aash round=R period_ms=P loops=N migrations=M idle_pm=I agent_ms=A
+# log_lines=L events=E".
 . /opt/chameleon/guest/lib.sh
 TEST=bench_aash
 CG=/sys/fs/cgroup
@@ -22,6 +25,12 @@ periods=${*:-30 1000}
 # CPU time of the agent, all threads, in ms (USER_HZ 100: 10 ms a tick).
 agent_ms() {
 	awk '{ sub(/.*\) /, ""); t += $12 + $13 } END { print t * 10 }' /proc/$AGENT_PID/task/*/stat 2>/dev/null || echo 0
+}
+
+# Per agent thread: "TID:COMM:USER_MS:SYS_MS" so far, one awk.
+agent_threads() {
+	awk '{ tid = $1; c = $0; sub(/^[^(]*\(/, "", c); sub(/\).*/, "", c); gsub(/ /, "", c)
+		sub(/.*\) /, ""); printf "%s:%s:%d:%d\n", tid, c, $12 * 10, $13 * 10 }' /proc/$AGENT_PID/task/*/stat 2>/dev/null
 }
 
 migrations() {
@@ -45,12 +54,16 @@ one() {
 	sleep 1
 	m0=0; for p in $pids; do m0=$(( m0 + $(migrations $p) )); done
 	i0=0; for c in 0 1 2 3; do i0=$(( i0 + $(cpu_jiffies $c | cut -d' ' -f1) )); done
+	agent_threads >/tmp/th0
+	l0=$(wc -l <"$AGENT_LOG")
 	a0=$(agent_ms)
 	t0=$(now_ms)
 	sleep "$window"
 	a1=$(agent_ms)
 	m1=0; for p in $pids; do m1=$(( m1 + $(migrations $p) )); done
 	i1=0; for c in 0 1 2 3; do i1=$(( i1 + $(cpu_jiffies $c | cut -d' ' -f1) )); done
+	agent_threads >/tmp/th1
+	l1=$(wc -l <"$AGENT_LOG")
 	idle=$(( (i1 - i0) * 1000 / ($(now_ms) - t0) ))
 	wait $pids
 	loops=0
@@ -60,7 +73,11 @@ one() {
 		scx_chameleon untag ba_$g >/dev/null
 	done
 	stop_agent >/dev/null
-	echo "aash round=$r period_ms=$period loops=$loops migrations=$(( m1 - m0 )) idle_pm=$idle agent_ms=$(( a1 - a0 ))"
+	ev=$(sed -n 's/^summary events=\([0-9]*\) .*/\1/p' "$AGENT_LOG")
+	# Each busy thread's share of agent_ms: comm:user+sys ms.
+	th=$(awk -F: 'NR == FNR { u0[$1] = $3; s0[$1] = $4; next }
+		{ u = $3 - u0[$1]; s = $4 - s0[$1]; if (u + s > 0) printf "%s:%d+%d ", $2, u, s }' /tmp/th0 /tmp/th1)
+	echo "aash round=$r period_ms=$period loops=$loops migrations=$(( m1 - m0 )) idle_pm=$idle agent_ms=$(( a1 - a0 )) log_lines=$(( l1 - l0 )) events=${ev:-0} threads=$th"
 }
 
 r=1
