@@ -67,8 +67,6 @@ pub struct Assigner {
     /// it (see untagged_step).
     untagged_next: Option<(usize, u32)>,
     status: Status,
-    /// Something changed since the status file was last written.
-    dirty: bool,
     /// Read the topology again when an unknown CPU comes online, this way
     /// (None: the nodes were given by --node-cpus).
     reread_topology: Option<crate::node::TopologyOpts>,
@@ -171,7 +169,6 @@ impl Assigner {
             running_samples: Vec::new(),
             untagged_next: None,
             status,
-            dirty: true,
             reread_topology,
             parked: Default::default(),
             ignore_exits: false,
@@ -268,7 +265,6 @@ impl Assigner {
         if let Some(t) = cause_ns {
             crate::out!("rebalanced changes={} after_us={}", changes.len(), monotonic_ns().saturating_sub(t) / 1000);
         }
-        self.dirty = true;
     }
 
     /// The tag in force for a cgroup: known at start, or inherited by a
@@ -425,7 +421,6 @@ impl Assigner {
             }
         }
         self.publish(map, changes, None);
-        self.dirty = true;
     }
 
     pub fn remove_status(&self) {
@@ -490,7 +485,6 @@ impl Assigner {
             }
         }
         self.publish(map, changes, None);
-        self.dirty = true;
     }
 
     /// How long until the next accounting period is due, while requesters
@@ -580,7 +574,6 @@ impl Assigner {
                 at.shown = shown;
                 let speedup = at.ctl.speedup().map_or("-".into(), |s| format!("{s:.2}"));
                 crate::out!("autotax pid={pid} speedup={speedup} tax={}", tax_text(tax));
-                self.dirty = true;
             }
             if now == was {
                 continue;
@@ -608,19 +601,32 @@ impl Assigner {
         !self.requesters.is_empty() || !self.asleep.is_empty()
     }
 
-    /// Is the status file due: `force`, or something changed? Written at
-    /// once, not held back to spare the agent while pairs rotate every
-    /// 30 ms: written at most every 100 ms it aliased with the rotation
-    /// (fast_share's samples gave one task 31-32 turns of 40 where equal
-    /// turns give 27; written at once, 22 and 29).
+    /// Is the status file due? Once a second (`force`), not at every
+    /// change: `status` asks the agent (control.rs Op::Status, answered
+    /// from `snapshot`), and the file is the record for when it cannot
+    /// answer. Rewritten at every change, with pairs rotating every 30 ms,
+    /// it cost the agent about 1 ms of system time per rotation under TCG,
+    /// a quarter of what the rotation cost the tasks beside it
+    /// (bench/aash_overhead: 620-900 ms per 8 s against 530-590 without).
     pub fn status_due(&self, force: bool) -> bool {
-        force || self.dirty
+        force
+    }
+
+    /// The agent's state now; `live` is what only the scheduler can see
+    /// (CPU states, counters).
+    pub fn snapshot(&self, live: Live) -> crate::status::Snapshot {
+        self.status.current(&self.manager, &self.complete(live))
     }
 
     /// Write the status file; `live` is what only the scheduler can see
     /// (CPU states, counters).
-    pub fn write_status(&mut self, mut live: Live) {
-        self.dirty = false;
+    pub fn write_status(&mut self, live: Live) {
+        let live = self.complete(live);
+        self.status.write(&self.manager, &live);
+    }
+
+    /// `live` with what this side knows: tags, owners, automatic taxes.
+    fn complete(&self, mut live: Live) -> Live {
         live.tags = self.tags.iter().map(|(&id, p)| (id, p.encode())).collect();
         live.tags.sort();
         live.owners = self.requesters.iter().map(|(&pid, &(_, _, cg))| (pid, cg)).collect();
@@ -641,7 +647,7 @@ impl Assigner {
             })
             .collect();
         live.auto_tax.sort_by_key(|a| a.pid);
-        self.status.write(&self.manager, &live);
+        live
     }
 }
 

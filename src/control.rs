@@ -53,6 +53,10 @@ pub enum Op {
     ReloadRules,
     /// Every tag in force with where it comes from (answered in `tags`).
     Tags,
+    /// The agent's state now (answered in `status`, a status.rs Snapshot):
+    /// what `scx_chameleon status` shows. The status file is the same,
+    /// rewritten once a second, for when the agent cannot answer.
+    Status,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,17 +76,26 @@ pub struct Response {
     /// The answer to `tags`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<crate::tag_source::Listed>>,
+    /// The answer to `status`: a status.rs Snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<serde_json::Value>,
 }
 
 impl Response {
     pub fn ok(detail: impl Into<String>) -> Self {
-        Response { ok: true, error: None, detail: Some(detail.into()), tags: None }
+        Response { ok: true, error: None, detail: Some(detail.into()), tags: None, status: None }
     }
     pub fn err(e: impl std::fmt::Display) -> Self {
-        Response { ok: false, error: Some(e.to_string()), detail: None, tags: None }
+        Response { ok: false, error: Some(e.to_string()), detail: None, tags: None, status: None }
     }
     pub fn tags(tags: Vec<crate::tag_source::Listed>) -> Self {
-        Response { ok: true, error: None, detail: None, tags: Some(tags) }
+        Response { ok: true, error: None, detail: None, tags: Some(tags), status: None }
+    }
+    pub fn status(snap: &crate::status::Snapshot) -> Self {
+        match serde_json::to_value(snap) {
+            Ok(v) => Response { ok: true, error: None, detail: None, tags: None, status: Some(v) },
+            Err(e) => Response::err(format!("status: {e}")),
+        }
     }
 }
 
@@ -299,11 +312,16 @@ pub fn subscribe(path: &Path) -> Result<std::io::BufReader<UnixStream>> {
 
 /// The CLI's end: send one request, return the answer. Err if no agent listens.
 pub fn send(path: &Path, op: Op) -> Result<Response> {
+    send_within(path, op, Duration::from_secs(5))
+}
+
+/// `send`, giving up on an answer after `within`.
+pub fn send_within(path: &Path, op: Op, within: Duration) -> Result<Response> {
     let mut stream = UnixStream::connect(path).with_context(|| format!("{}: no agent", path.display()))?;
     let mut line = serde_json::to_vec(&Request { v: VERSION, op })?;
     line.push(b'\n');
     stream.write_all(&line)?;
-    let data = read_line(&mut stream, std::time::Instant::now() + Duration::from_secs(5), MAX_ANSWER)?;
+    let data = read_line(&mut stream, std::time::Instant::now() + within, MAX_ANSWER)?;
     if data.len() > MAX_ANSWER {
         bail!("the agent's answer is longer than {MAX_ANSWER} bytes");
     }
@@ -316,7 +334,7 @@ mod tests {
 
     #[test]
     fn requests_round_trip() {
-        for op in [Op::Ping, Op::Reload { cgroup: "/sys/fs/cgroup/seq".into() }, Op::ReloadRules, Op::Tags] {
+        for op in [Op::Ping, Op::Reload { cgroup: "/sys/fs/cgroup/seq".into() }, Op::ReloadRules, Op::Tags, Op::Status] {
             let req = Request { v: VERSION, op };
             let line = serde_json::to_vec(&req).unwrap();
             assert_eq!(parse_request(&line).unwrap(), req);
@@ -325,6 +343,7 @@ mod tests {
         assert_eq!(parse_request(wire).unwrap().op, Op::Reload { cgroup: "/sys/fs/cgroup/a".into() });
         assert_eq!(parse_request(br#"{"v":1,"op":"reload_rules"}"#).unwrap().op, Op::ReloadRules);
         assert_eq!(parse_request(br#"{"v":1,"op":"tags"}"#).unwrap().op, Op::Tags);
+        assert_eq!(parse_request(br#"{"v":1,"op":"status"}"#).unwrap().op, Op::Status);
     }
 
     #[test]

@@ -416,11 +416,18 @@ impl<'a> Scheduler<'a> {
         let proxy = &self.proxy;
         let park_prog = &self.skel.progs.chameleon_park;
         let nr_cpus = self.nr_cpus;
+        // The module's counters, read once a second (below), for the status.
+        let module: RefCell<Option<crate::status::ModuleStatus>> = RefCell::new(None);
+        let skel = &self.skel;
         let serve = |assign: &mut Assigner, inputs: &mut TagInputs| {
             control.serve(|req| match &req.op {
                 Op::Park { cpus, holdoff_ms } => park_op(assign, assignments, park_prog, proxy.as_ref(), nr_cpus, cpus, Some(holdoff_ms.unwrap_or(crate::proxy::DEFAULT_HOLDOFF_MS))),
                 Op::Unpark { cpus } => park_op(assign, assignments, park_prog, proxy.as_ref(), nr_cpus, cpus, None),
                 Op::Ping => Response::ok(format!("scx_chameleon {} pid {}", env!("CARGO_PKG_VERSION"), std::process::id())),
+                Op::Status => {
+                    let parked = assign.parked().iter().copied().collect();
+                    Response::status(&assign.snapshot(live_status(skel, nr_cpus, parked, module.borrow().clone())))
+                }
                 // Answered by the server itself, which keeps the connection.
                 Op::Subscribe => Response::ok("subscribed"),
                 Op::Reload { cgroup } => {
@@ -470,7 +477,6 @@ impl<'a> Scheduler<'a> {
         let mut last_status = Instant::now().checked_sub(Duration::from_secs(1)).unwrap_or_else(Instant::now);
         let mut last_tick = Instant::now();
         let mut last_rules = Instant::now();
-        let mut module = None;
         while !shutdown.requested() && !uei_exited!(&self.skel, uei) {
             // Sleep until an event, a client or the next sample is due: an
             // idle agent (no tagged task) wakes once a second, not 50 times
@@ -520,17 +526,17 @@ impl<'a> Scheduler<'a> {
             if force {
                 last_status = Instant::now();
                 let kfuncs = self.skel.maps.bss_data.as_ref().is_some_and(|b| b.proxy_on);
-                module = self.proxy.as_ref().and_then(|p| p.status(kfuncs).map_err(|e| warn!("chameleon_proxy STATS: {e:#}")).ok());
+                *module.borrow_mut() = self.proxy.as_ref().and_then(|p| p.status(kfuncs).map_err(|e| warn!("chameleon_proxy STATS: {e:#}")).ok());
                 let dropped = self.skel.maps.bss_data.as_ref().map_or(0, |b| b.nr_events_dropped);
                 let mut m = crate::metrics::Metrics::from_totals(&totals(&self.skel, self.nr_cpus), dropped)
-                    .with_module(module.as_ref())
+                    .with_module(module.borrow().as_ref())
                     .with_run_id(self.opts.run_id);
                 m.sampled_ms = crate::metrics::monotonic_ms();
                 *self.metrics.lock().unwrap() = m;
             }
             if assign.status_due(force) {
                 let parked = assign.parked().iter().copied().collect();
-                assign.write_status(live_status(&self.skel, self.nr_cpus, parked, module.clone()));
+                assign.write_status(live_status(&self.skel, self.nr_cpus, parked, module.borrow().clone()));
             }
             if let Some(every) = stats_interval {
                 if last_print.elapsed() >= every {

@@ -166,6 +166,11 @@ impl Status {
         }
     }
 
+    /// The snapshot as this agent reports it (with its run id).
+    pub fn current(&self, m: &NodeManager, live: &Live) -> Snapshot {
+        Snapshot { run_id: self.run_id, ..Self::snapshot(m, live) }
+    }
+
     /// Write atomically (rename), so a reader never sees half a file.
     pub fn write(&self, m: &NodeManager, live: &Live) {
         if let Err(e) = self.try_write(m, live) {
@@ -192,7 +197,7 @@ impl Status {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)
             .with_context(|| format!("creating {}", tmp.display()))?;
-        let snap = Snapshot { run_id: self.run_id, ..Self::snapshot(m, live) };
+        let snap = self.current(m, live);
         f.write_all(&serde_json::to_vec_pretty(&snap)?)?;
         drop(f);
         std::fs::rename(&tmp, &self.path)?;

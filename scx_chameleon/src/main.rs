@@ -235,7 +235,7 @@ enum Cmd {
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: std::path::PathBuf,
     },
-    /// Show the objects of the running scheduler.
+    /// Show the objects of the running scheduler (asked of the agent; its status file if it does not answer).
     Status {
         /// Print the raw JSON.
         #[arg(long)]
@@ -243,10 +243,25 @@ enum Cmd {
     },
 }
 
-fn status(path: &std::path::Path, json: bool) -> Result<()> {
-    let snap = chameleon::status::read(path)?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let stale = chameleon::status::stale(&snap, now);
+/// The agent's state, asked of the agent itself; if it does not answer
+/// (not running, not root, stuck), what its status file last said.
+fn status(path: &std::path::Path, socket: &std::path::Path, json: bool) -> Result<()> {
+    use chameleon::control::{send_within, Op};
+    let asked = socket
+        .exists()
+        .then(|| send_within(socket, Op::Status, std::time::Duration::from_secs(1)).ok())
+        .flatten()
+        .and_then(|r| r.status)
+        .and_then(|v| serde_json::from_value::<chameleon::status::Snapshot>(v).ok());
+    let (snap, stale) = match asked {
+        Some(snap) => (snap, None),
+        None => {
+            let snap = chameleon::status::read(path)?;
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let stale = chameleon::status::stale(&snap, now);
+            (snap, stale)
+        }
+    };
     if json {
         println!("{}", serde_json::to_string_pretty(&snap)?);
     } else {
@@ -503,7 +518,7 @@ fn run() -> Result<()> {
         return Ok(());
     }
     match cli.cmd {
-        Some(Cmd::Status { json }) => return status(&cli.status_file, json),
+        Some(Cmd::Status { json }) => return status(&cli.status_file, &cli.control_socket, json),
         Some(Cmd::Tag { cgroup, level, weight, tax, smt, prio }) => {
             let fields = [("level", level), ("weight", weight), ("tax", tax), ("smt", smt), ("prio", prio)];
             return tag_cmd(&cgroup, fields, &cli.control_socket);

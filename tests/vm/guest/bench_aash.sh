@@ -33,6 +33,13 @@ agent_threads() {
 		sub(/.*\) /, ""); printf "%s:%s:%d:%d\n", tid, c, $12 * 10, $13 * 10 }' /proc/$AGENT_PID/task/*/stat 2>/dev/null
 }
 
+# The agent's main thread as the kernel counts it: "MIGRATIONS INVOLUNTARY
+# VOLUNTARY" switches so far.
+agent_sched() {
+	awk '$1 == "se.nr_migrations" { m = $3 } $1 == "nr_involuntary_switches" { i = $3 }
+		$1 == "nr_voluntary_switches" { v = $3 } END { print m + 0, i + 0, v + 0 }' /proc/$AGENT_PID/sched 2>/dev/null
+}
+
 migrations() {
 	sed -n 's/^se.nr_migrations *: *//p' /proc/$1/sched 2>/dev/null || echo 0
 }
@@ -55,6 +62,7 @@ one() {
 	m0=0; for p in $pids; do m0=$(( m0 + $(migrations $p) )); done
 	i0=0; for c in 0 1 2 3; do i0=$(( i0 + $(cpu_jiffies $c | cut -d' ' -f1) )); done
 	agent_threads >/tmp/th0
+	set -- $(agent_sched); am0=$1 ai0=$2 av0=$3
 	l0=$(wc -l <"$AGENT_LOG")
 	a0=$(agent_ms)
 	t0=$(now_ms)
@@ -63,6 +71,7 @@ one() {
 	m1=0; for p in $pids; do m1=$(( m1 + $(migrations $p) )); done
 	i1=0; for c in 0 1 2 3; do i1=$(( i1 + $(cpu_jiffies $c | cut -d' ' -f1) )); done
 	agent_threads >/tmp/th1
+	set -- $(agent_sched); am=$(( $1 - am0 )) ai=$(( $2 - ai0 )) av=$(( $3 - av0 ))
 	l1=$(wc -l <"$AGENT_LOG")
 	idle=$(( (i1 - i0) * 1000 / ($(now_ms) - t0) ))
 	wait $pids
@@ -74,10 +83,12 @@ one() {
 	done
 	stop_agent >/dev/null
 	ev=$(sed -n 's/^summary events=\([0-9]*\) .*/\1/p' "$AGENT_LOG")
+	# BPF's counters over the agent's run: kicks, steals, splits.
+	bpfc=$(sed -n 's/^summary .* \(steal=[0-9]*\) \(kick=[0-9]*\) .* \(split=[0-9]*\) .*/\1 \2 \3/p' "$AGENT_LOG")
 	# Each busy thread's share of agent_ms: comm:user+sys ms.
 	th=$(awk -F: 'NR == FNR { u0[$1] = $3; s0[$1] = $4; next }
 		{ u = $3 - u0[$1]; s = $4 - s0[$1]; if (u + s > 0) printf "%s:%d+%d ", $2, u, s }' /tmp/th0 /tmp/th1)
-	echo "aash round=$r period_ms=$period loops=$loops migrations=$(( m1 - m0 )) idle_pm=$idle agent_ms=$(( a1 - a0 )) log_lines=$(( l1 - l0 )) events=${ev:-0} threads=$th"
+	echo "aash round=$r period_ms=$period loops=$loops migrations=$(( m1 - m0 )) idle_pm=$idle agent_ms=$(( a1 - a0 )) log_lines=$(( l1 - l0 )) events=${ev:-0} agent_mig=$am agent_invol=$ai agent_vol=$av $bpfc threads=$th"
 }
 
 r=1
