@@ -772,10 +772,19 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 	/*
 	 * Only kthreads bound here run on a lent CPU. Anything else got here
 	 * past the fuse (a kick that raced with this CPU's dispatch): end its
-	 * slice now rather than at its end.
+	 * slice now rather than at its end. Not a task inside
+	 * migrate_disable() (the agent in a syscall, say): the kernel puts it
+	 * back on this CPU's local queue without asking us, so each kick
+	 * preempted it again at once (the agent 22,000 times in a second
+	 * under bench/aash_overhead, the kernel's ENQ_SKIP_MIGRATION_DISABLED
+	 * counting every one); it keeps a short slice instead.
 	 */
-	if (cc->borrowed_by && !is_pcpu_kthread(p))
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	if (cc->borrowed_by && !is_pcpu_kthread(p)) {
+		if (is_migration_disabled(p))
+			p->scx.slice = p->scx.slice < min_gran_ns ? p->scx.slice : min_gran_ns;
+		else
+			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	}
 
 	/* Its object lives on its representative only. */
 	if (tctx->fused_rep && tctx->fused_rep - 1 != cpu)

@@ -40,6 +40,14 @@ agent_sched() {
 		$1 == "nr_voluntary_switches" { v = $3 } END { print m + 0, i + 0, v + 0 }' /proc/$AGENT_PID/sched 2>/dev/null
 }
 
+# The kernel's count of migration-disabled tasks it queued without asking
+# the scheduler (sched_ext's ENQ_SKIP_MIGRATION_DISABLED): each one a task
+# preempted inside migrate_disable(), as the agent was 22,000 times a
+# second when lent CPUs kicked it.
+skip_md() {
+	awk '$1 == "SCX_EV_ENQ_SKIP_MIGRATION_DISABLED" { n = $2 } END { print n + 0 }' /sys/kernel/sched_ext/root/events 2>/dev/null || echo 0
+}
+
 migrations() {
 	sed -n 's/^se.nr_migrations *: *//p' /proc/$1/sched 2>/dev/null || echo 0
 }
@@ -63,6 +71,7 @@ one() {
 	i0=0; for c in 0 1 2 3; do i0=$(( i0 + $(cpu_jiffies $c | cut -d' ' -f1) )); done
 	agent_threads >/tmp/th0
 	set -- $(agent_sched); am0=$1 ai0=$2 av0=$3
+	md0=$(skip_md)
 	l0=$(wc -l <"$AGENT_LOG")
 	a0=$(agent_ms)
 	t0=$(now_ms)
@@ -72,6 +81,7 @@ one() {
 	i1=0; for c in 0 1 2 3; do i1=$(( i1 + $(cpu_jiffies $c | cut -d' ' -f1) )); done
 	agent_threads >/tmp/th1
 	set -- $(agent_sched); am=$(( $1 - am0 )) ai=$(( $2 - ai0 )) av=$(( $3 - av0 ))
+	md=$(( $(skip_md) - md0 ))
 	l1=$(wc -l <"$AGENT_LOG")
 	idle=$(( (i1 - i0) * 1000 / ($(now_ms) - t0) ))
 	wait $pids
@@ -88,7 +98,7 @@ one() {
 	# Each busy thread's share of agent_ms: comm:user+sys ms.
 	th=$(awk -F: 'NR == FNR { u0[$1] = $3; s0[$1] = $4; next }
 		{ u = $3 - u0[$1]; s = $4 - s0[$1]; if (u + s > 0) printf "%s:%d+%d ", $2, u, s }' /tmp/th0 /tmp/th1)
-	echo "aash round=$r period_ms=$period loops=$loops migrations=$(( m1 - m0 )) idle_pm=$idle agent_ms=$(( a1 - a0 )) log_lines=$(( l1 - l0 )) events=${ev:-0} agent_mig=$am agent_invol=$ai agent_vol=$av $bpfc threads=$th"
+	echo "aash round=$r period_ms=$period loops=$loops migrations=$(( m1 - m0 )) idle_pm=$idle agent_ms=$(( a1 - a0 )) log_lines=$(( l1 - l0 )) events=${ev:-0} agent_mig=$am agent_invol=$ai agent_vol=$av skip_md=$md $bpfc threads=$th"
 }
 
 r=1

@@ -64,6 +64,17 @@ us=${line##*after_us=}
 [ -n "$us" ] || fail "no rebalance line after pid $big's exit"
 ok "pid $big (4 CPUs) exited: the others hold 4 and 4, published ${us} us after the exit event"
 [ "$us" -le 100000 ] || fail "rebalance took ${us} us (> 100 ms)"
+# status asks the agent; one that does not answer (stopped here) is read
+# from the status file it rewrites every second.
+kill -STOP "$AGENT_PID"
+t0=$(now_ms)
+out=$(scx_chameleon status 2>&1)
+rc=$?
+took=$(( $(now_ms) - t0 ))
+kill -CONT "$AGENT_PID"
+[ "$rc" = 0 ] && echo "$out" | grep -q "^agent pid $AGENT_PID," || fail "status of a stopped agent (exit $rc): $out"
+echo "$out" | grep -q "^pid .* -> \[" || fail "the status file of a stopped agent lists no object: $out"
+ok "status of a stopped agent: from its file after $took ms"
 for p in $rest; do kill $p; done
 stop_agent
 [ ! -e /run/scx_chameleon/status.json ] || fail "status file left behind"
