@@ -153,7 +153,8 @@ awk -v s="$sb" 'BEGIN { exit !(s != "" && s < 1.1) }' || afail "B's speed-up '$s
 # The kernel's account: A's CPU time over 4 s, in per mille of the window
 # (a plain CPU gives 500 here; fused, 1000 less its native explorations,
 # a quarter of its time at 500: 875).
-set -- $(cpu_share 4000 $a $b) || afail "cpu_share"
+r=$(cpu_share 4000 $a $b) || afail "cpu_share"
+set -- $r
 ok "schedstat over 4 s: A ran $1 ‰, B $2 ‰ of the window"
 echo "   A's paired ratios, all: $(pairs $a)"
 echo "   A's samples after the first 50:"

@@ -43,12 +43,11 @@ spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
 a=$!
 wait_object $a "2, 3" "level 1"
 # Where the kernel runs it, and CPU 3's idle share (% of wall).
-on2=0 n=0 i0=$(cpu_jiffies 3 | cut -d' ' -f1) t0=$(now_ms)
-while [ $n -lt 20 ]; do
-	[ "$(awk '{ print $39 }' /proc/$a/stat)" = 2 ] && on2=$(( on2 + 1 ))
-	n=$(( n + 1 ))
-	usleep 100000
-done
+# One sampling process (task_cpu), not a fork per sample (pinned_object).
+i0=$(cpu_jiffies 3 | cut -d' ' -f1) t0=$(now_ms)
+r=$(task_cpu $a 2 20 100) || fail "task_cpu $a"
+set -- $r
+on2=$1 n=$2
 idle3=$(( ($(cpu_jiffies 3 | cut -d' ' -f1) - i0) * 1000 / ($(now_ms) - t0) ))
 ok "level 1: object [2, 3]; the kernel had it on CPU 2 in $on2 of $n samples; CPU 3 idle $idle3 % of wall"
 [ "$on2" -ge 18 ] || fail "the task ran on CPU 2 in only $on2 of $n samples"
