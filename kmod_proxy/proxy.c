@@ -38,6 +38,7 @@
 #include <linux/atomic.h>
 #include <linux/interrupt.h>
 #include <linux/irq.h>
+#include <linux/irqdesc.h>
 #include <linux/irq_work.h>
 #include <linux/irqnr.h>
 #include <linux/kernel_stat.h>
@@ -359,10 +360,18 @@ static void chp_report_applied(void)
 /*
  * Copies the affinity of @irq if it is one we may move: it has a handler, is
  * not per-CPU and its chip can change its affinity (not IRQF_NOBALANCING).
+ * The affinity it is going to: an IO-APIC IRQ takes a new one only at its
+ * next interrupt, and until then its affinity mask still shows the old one
+ * (as /proc/irq/N/smp_affinity does not: it shows the pending one). Read as
+ * the old, a restore still pending when its CPU was lent again looked like
+ * an IRQ already off that CPU, and landed there at the next interrupt for
+ * good (proxy_module: an unpark and a park between two interrupts).
  */
 static bool chp_read_irq(unsigned int irq, struct cpumask *aff, bool *managed)
 {
+	struct irq_desc *desc;
 	struct irq_data *d;
+	unsigned long flags;
 	bool ok;
 
 	/* Sparse IRQ descriptors are freed after an RCU grace period. */
@@ -371,8 +380,16 @@ static bool chp_read_irq(unsigned int irq, struct cpumask *aff, bool *managed)
 	ok = d && irq_has_action(irq) && !irqd_is_per_cpu(d) &&
 	     irq_can_set_affinity(irq);
 	if (ok) {
+		desc = irq_data_to_desc(d);
+		raw_spin_lock_irqsave(&desc->lock, flags);
 		*managed = irqd_affinity_is_managed(d);
-		cpumask_copy(aff, irq_data_get_affinity_mask(d));
+#ifdef CONFIG_GENERIC_PENDING_IRQ
+		if (irqd_is_setaffinity_pending(d))
+			cpumask_copy(aff, desc->pending_mask);
+		else
+#endif
+			cpumask_copy(aff, irq_data_get_affinity_mask(d));
+		raw_spin_unlock_irqrestore(&desc->lock, flags);
 	}
 	rcu_read_unlock();
 	return ok;
@@ -453,9 +470,9 @@ static void chp_reconcile_irq(unsigned int irq, const struct cpumask *excl)
 		return;
 	}
 	/*
-	 * An IO-APIC IRQ takes a new affinity only at its next interrupt, so
-	 * until then it still shows the original: both mean "ours". Anything
-	 * else was set by someone else, whose choice becomes the original.
+	 * Ours while it reads as we set it; set back to the original (by
+	 * someone else) it is still ours to move. Anything else was set by
+	 * someone else, whose choice becomes the original.
 	 */
 	if (s && (s->managed != managed ||
 		  (!managed && !cpumask_equal(chp_cur, chp_saved_set(s)) &&
@@ -486,7 +503,8 @@ static void chp_reconcile_irq(unsigned int irq, const struct cpumask *excl)
 
 	if (!chp_pick_target(orig, excl, chp_target))
 		return;
-	if (s && cpumask_equal(chp_target, chp_saved_set(s)))
+	/* Already there; one set back to the original goes again. */
+	if (s && cpumask_equal(chp_cur, chp_target))
 		return;
 	if (!s) {
 		s = chp_remember(irq, chp_cur, false);

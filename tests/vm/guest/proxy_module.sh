@@ -89,6 +89,32 @@ until [ "$(cat /proc/irq/$irq/smp_affinity_list)" = 3 ]; do
 done
 ok "IRQ $irq ($(ls /proc/irq/$irq | grep -v -e affinity -e node -e spurious | head -n 1)): CPU 3 parked -> moved to $moved; unparked -> back on 3"
 
+# Parked again before the IRQ's next interrupt: the restore to 3 is still
+# pending (the affinity reads as moved) and must not land on the parked CPU
+# (proxy_stress, once: IRQ 4 on a lent CPU for good after a split and a fuse).
+aff_is_not3() { [ "$(cat /proc/irq/$irq/smp_affinity_list)" != 3 ]; }
+proxy_ctl park 3 60000 >/dev/null || fail "park 3 (hold-off 60 s)"
+echo "   IRQ $irq: CPU 3 parked"
+t0=$(now_ms)
+until aff_is_not3; do
+	[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "IRQ $irq still on CPU 3 5 s after the second park"
+	usleep 20000
+done
+# No console line between the two: nothing interrupts on the serial port.
+proxy_ctl unpark 3 >/dev/null && proxy_ctl park 3 60000 >/dev/null || fail "unpark 3 + park 3"
+for i in 1 2 3 4 5 6 7 8 9 10; do echo "   IRQ $irq: line $i after unpark + park"; usleep 20000; done
+aff=$(cat /proc/irq/$irq/smp_affinity_list) eff=$(cat /proc/irq/$irq/effective_affinity_list)
+[ "$aff" != 3 ] && [ "$eff" != 3 ] ||
+	fail "IRQ $irq on parked CPU 3 (affinity $aff, in effect $eff) after an unpark and a park between two of its interrupts"
+proxy_ctl unpark 3 >/dev/null || fail "unpark 3"
+t0=$(now_ms)
+until ! aff_is_not3; do
+	[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "IRQ $irq not back on CPU 3 5 s after the last unpark ($(cat /proc/irq/$irq/smp_affinity_list))"
+	echo "   IRQ $irq: waiting for 3"
+	usleep 20000
+done
+ok "IRQ $irq: unpark and park again before its next interrupt: it stayed off CPU 3 (affinity $aff, in effect $eff), back on 3 after"
+
 # Emulation: every CPU busy; the spinners' mean share of their CPUs over 3 s
 # by schedstat (/proc/stat counts injected idle partly as system time).
 spins=
