@@ -57,6 +57,13 @@ run_case() {
 		a0=$(run_ns $p); sleep 0.3
 		[ "$(run_ns $p)" -gt "$a0" ] || fail "$name: pid $p got no CPU"
 	done
+	# The kernel's count of tasks put back on a CPU without asking us
+	# because they were inside migrate_disable(): a kick of the agent in a
+	# bpf() syscall on a CPU being lent preempted it again at once, 22,000
+	# times a second under rotation (bench/aash_overhead). A few a run now.
+	md=$(scx_event SCX_EV_ENQ_SKIP_MIGRATION_DISABLED)
+	echo "   $name: SCX_EV_ENQ_SKIP_MIGRATION_DISABLED ${md:-absent}"
+	[ "${md:-0}" -le 200 ] || fail "$name: $md migration-disabled tasks re-enqueued behind our back (a kick ping-pong on a lent CPU)"
 	end_tasks $s $p1 $p2
 	scx_chameleon untag fs_S >/dev/null
 	scx_chameleon untag fs_P >/dev/null
