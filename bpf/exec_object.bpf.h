@@ -844,18 +844,26 @@ static bool kwork_lent(s32 cpu)
 }
 
 /*
- * A borrowed CPU dispatches: only per-CPU kthreads bound to it run (work a
- * processor proxy would take over), and any kthread on a kernel-work
- * context; everything else waits or is stolen.
+ * Who runs on lent @cpu: per-CPU kthreads bound to it (work a processor
+ * proxy would take over), and any kthread on a kernel-work context; the
+ * rest waits or is stolen. One rule for dispatch, enqueue and running():
+ * a kthread that dispatch let in and running() preempted at once came back
+ * to the same queue (kwork: rcu_preempt preempted 7,553 times in 5 s, 15
+ * times its own sleeps).
  */
+static bool lent_cpu_runs(s32 cpu, struct task_struct *p)
+{
+	return is_pcpu_kthread(p) || ((p->flags & PF_KTHREAD) && kwork_lent(cpu));
+}
+
+/* A borrowed CPU dispatches the first task in its queue it runs. */
 static bool dispatch_borrowed(s32 cpu)
 {
 	struct chameleon_cpu_stats *st = stats_here();
-	bool kwork = kwork_lent(cpu);
 	struct task_struct *p;
 
 	bpf_for_each(scx_dsq, p, cpu, 0) {
-		if (!is_pcpu_kthread(p) && !(kwork && (p->flags & PF_KTHREAD)))
+		if (!lent_cpu_runs(cpu, p))
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
 			if (st)

@@ -64,7 +64,7 @@ static bool move_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s32 
  * Send the tasks queued on @cpu that may run elsewhere to the nearest CPU
  * outside any object: on a representative (@rep) all but the object's
  * @owner and kthreads (whose turn is short, running() keeps the object
- * through it); on a lent CPU all but the per-CPU kthreads it serves.
+ * through it); on a lent CPU all but the kthreads it serves (lent_cpu_runs).
  */
 static void move_out(s32 cpu, s32 owner, bool rep)
 {
@@ -75,7 +75,7 @@ static void move_out(s32 cpu, s32 owner, bool rep)
 	bpf_rcu_read_lock();
 	bpf_for_each(scx_dsq, p, cpu, 0) {
 		if (!task_movable(p) || p->pid == owner ||
-		    (rep ? (p->flags & PF_KTHREAD) : is_pcpu_kthread(p)))
+		    (rep ? (p->flags & PF_KTHREAD) : lent_cpu_runs(cpu, p)))
 			continue;
 		to = pick_unwithheld(p, cpu);
 		if (to >= 0)

@@ -609,7 +609,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		 * Anyone else starts the lending bound and may split the object
 		 * now if its vtime is due, or be stolen.
 		 */
-		if (is_pcpu_kthread(p) || ((p->flags & PF_KTHREAD) && kwork_lent(cpu)))
+		if (lent_cpu_runs(cpu, p))
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		else
 			waiter_on_lent(cpu, p);
@@ -770,16 +770,17 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 		pending_switched(cpu, false);
 
 	/*
-	 * Only kthreads bound here run on a lent CPU. Anything else got here
-	 * past the fuse (a kick that raced with this CPU's dispatch): end its
-	 * slice now rather than at its end. Not a task inside
+	 * Only kthreads bound here (any kthread, on a kernel-work context)
+	 * run on a lent CPU. Anything else got here past the fuse (a kick
+	 * that raced with this CPU's dispatch): end its slice now rather than
+	 * at its end. Not a task inside
 	 * migrate_disable() (the agent in a syscall, say): the kernel puts it
 	 * back on this CPU's local queue without asking us, so each kick
 	 * preempted it again at once (the agent 22,000 times in a second
 	 * under bench/aash_overhead, the kernel's ENQ_SKIP_MIGRATION_DISABLED
 	 * counting every one); it keeps a short slice instead.
 	 */
-	if (cc->borrowed_by && !is_pcpu_kthread(p)) {
+	if (cc->borrowed_by && !lent_cpu_runs(cpu, p)) {
 		if (is_migration_disabled(p))
 			p->scx.slice = p->scx.slice < min_gran_ns ? p->scx.slice : min_gran_ns;
 		else
@@ -843,7 +844,17 @@ void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 		split(cpu, CHAMELEON_SPLIT_RETAG);
 		return;
 	}
-	/* A retag may change the tax or the class alone: from now on. */
+	/*
+	 * A retag may change the tax or the class alone: from now on. Not
+	 * into or out of kwork, whose fuse gave the module the other CPU
+	 * (the representative's IRQs to the sibling): the split must hand
+	 * back what the fuse lent (kwork, retagged uni: IRQ 4 stayed on the
+	 * sibling for good, the representative's proxy never reclaimed).
+	 */
+	if ((rc->flags ^ a->flags) & CHAMELEON_ASSIGN_KWORK) {
+		split(cpu, CHAMELEON_SPLIT_RETAG);
+		return;
+	}
 	rc->tax = a->tax;
 	rc->flags = a->flags;
 	if (lend_due(cpu, rc, now, lend_wait_ns + 2 * CHAMELEON_GUARD_NS))

@@ -24,6 +24,9 @@
 
 extern unsigned long CONFIG_HZ __kconfig __weak;
 
+/* Who a lent CPU runs rather than lets wait (exec_object.bpf.h). */
+static bool lent_cpu_runs(s32 cpu, struct task_struct *p);
+
 u64 nr_starved;		/* tasks served out of vtime order by dispatch_starved */
 
 static u64 jiffies_to_ns(u64 j)
@@ -66,7 +69,7 @@ static void find_starved(u64 now)
 			u64 waited = jiffies_to_ns(now_j - BPF_CORE_READ(p, scx.runnable_at));
 
 			if (cc->borrowed_by) {
-				if (!is_pcpu_kthread(p))
+				if (!lent_cpu_runs(c, p))
 					cc->lend_wait_since =
 						chameleon_lend_wait_start(now, cc->lend_wait_since, waited);
 			} else if (waited > CHAMELEON_STARVE_NS) {
