@@ -8,7 +8,7 @@ use std::time::Instant;
 
 fn main() {
     let rounds: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(200);
-    let nodes: Vec<Node> = (0..8).map(|id| Node { id, slots: (id * 32..id * 32 + 32).collect() }).collect();
+    let nodes: Vec<Node> = (0..8).map(|id| Node { id, slots: (id * 32..id * 32 + 32).collect(), cap: 1024 }).collect();
     let mut m = NodeManager::new(nodes, 0..256, 3);
     // Deterministic mix: levels 1..3, weights 1..10.
     let mut x: u64 = 0x9e3779b97f4a7c15;

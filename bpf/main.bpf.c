@@ -353,6 +353,7 @@ static s32 pick_idle_unlent(struct task_struct *p)
 }
 
 #include "park.bpf.h"
+#include "hybrid.bpf.h"
 
 s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
@@ -367,6 +368,16 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		if (!withheld(cpu) && scx_bpf_test_and_clear_cpu_idle(cpu))
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		return cpu;
+	}
+
+	/* Hybrid: an idle fast CPU before a slow last one (hybrid.bpf.h). */
+	if (wants_fast(p, prev_cpu)) {
+		cpu = pick_idle_fast(p);
+		if (cpu >= 0) {
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+			__sync_fetch_and_add(&nr_fast_moves, 1);
+			return cpu;
+		}
 	}
 
 	/*
@@ -456,7 +467,7 @@ static bool owner_next(s32 cpu, u64 vtime)
 
 void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	s32 cpu = scx_bpf_task_cpu(p), rep, idle, kw;
+	s32 cpu = scx_bpf_task_cpu(p), rep, idle, kw, fast;
 	struct task_ctx *tctx = task_ctx(p);
 	struct chameleon_cpu_stats *st = stats_here();
 	struct cpu_ctx *cc;
@@ -505,6 +516,17 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 			here = false;
 			cpu = other;
 		}
+	}
+
+	/*
+	 * Hybrid: off a slow CPU to an idle fast one, for a task whose tick
+	 * ended its slice for that (hybrid.bpf.h), or woke with none idle then.
+	 */
+	if (rep < 0 && here && wants_fast(p, cpu) && (fast = pick_idle_fast(p)) >= 0) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | fast, slice_ns, enq_flags);
+		scx_bpf_kick_cpu(fast, SCX_KICK_IDLE);
+		__sync_fetch_and_add(&nr_fast_moves, 1);
+		return;
 	}
 
 	/*
@@ -828,8 +850,14 @@ void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 
 	if (cpu_valid(cpu))
 		perf_update(cpu, cpu_ctx(cpu), bpf_ktime_get_ns());
-	if (!cpu_valid(cpu) || reps[CPU_IDX(cpu)].owner != pid)
+	if (!cpu_valid(cpu))
 		return;
+	if (reps[CPU_IDX(cpu)].owner != pid) {
+		/* On a slow CPU while a fast one idles: enqueue moves it. */
+		if (wants_fast(p, cpu) && fast_cpu_idles(p))
+			p->scx.slice = 0;
+		return;
+	}
 	rc = &reps[CPU_IDX(cpu)];
 	tctx = task_ctx(p);
 	if (!tctx)
@@ -1082,6 +1110,9 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(chameleon_init)
 	}
 	scx_bpf_put_cpumask(online);
 	proxy_check_abi();
+	ret = fast_init();
+	if (ret)
+		return ret;
 
 	bpf_for(cpu, 0, nr_cpus) {
 		ret = scx_bpf_create_dsq(cpu, -1);

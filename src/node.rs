@@ -20,6 +20,8 @@ pub struct Node {
     pub id: usize,
     /// CPU ids in slot order.
     pub slots: Vec<usize>,
+    /// Its cores' capacity (1024: the fastest, or not known to differ).
+    pub cap: u32,
 }
 
 /// How the topology becomes nodes: capacities that override the kernel's
@@ -45,17 +47,7 @@ pub fn from_topology(opts: &TopologyOpts) -> Result<Vec<Node>> {
                 .map(|core| {
                     let cpus: Vec<usize> = core.cpus.keys().copied().collect();
                     // A core is as fast as its fastest thread.
-                    let cap = core
-                        .cpus
-                        .values()
-                        .map(|c| {
-                            opts.capacity
-                                .get(&c.id)
-                                .copied()
-                                .unwrap_or(c.kernel_cpu_capacity.unwrap_or(c.cpu_capacity) as u32)
-                        })
-                        .max()
-                        .unwrap_or(1024);
+                    let cap = core.cpus.values().map(|c| capacity_of(opts, c)).max().unwrap_or(1024);
                     (cpus, cap)
                 })
                 .collect()
@@ -66,6 +58,30 @@ pub fn from_topology(opts: &TopologyOpts) -> Result<Vec<Node>> {
         bail!("the topology has no LLC");
     }
     Ok(nodes)
+}
+
+/// A CPU's capacity: `--cpu-capacity`'s, else the kernel's.
+fn capacity_of(opts: &TopologyOpts, c: &scx_utils::Cpu) -> u32 {
+    opts.capacity.get(&c.id).copied().unwrap_or(c.kernel_cpu_capacity.unwrap_or(c.cpu_capacity) as u32)
+}
+
+/// The fast CPUs (hybrid.bpf.h): those of the top capacity, from the
+/// machine's topology and `--cpu-capacity`. None if the topology cannot be
+/// read or every CPU has the same capacity.
+pub fn fast_cpus_of_topology(opts: &TopologyOpts) -> Vec<usize> {
+    let Ok(topo) = scx_utils::Topology::new() else { return Vec::new() };
+    fast_cpus(topo.all_cpus.values().map(|c| (c.id, capacity_of(opts, c))))
+}
+
+/// The CPUs of the top capacity among (CPU, capacity), or none if all have
+/// the same: a machine without slow CPUs has nothing to prefer.
+pub fn fast_cpus(caps: impl IntoIterator<Item = (usize, u32)>) -> Vec<usize> {
+    let caps: BTreeMap<usize, u32> = caps.into_iter().collect();
+    let (Some(&top), Some(&low)) = (caps.values().max(), caps.values().min()) else { return Vec::new() };
+    if top == low {
+        return Vec::new();
+    }
+    caps.into_iter().filter(|&(_, c)| c == top).map(|(cpu, _)| cpu).collect()
 }
 
 /// Nodes from LLCs given as their cores (CPUs, capacity): each LLC split by
@@ -88,7 +104,7 @@ pub fn nodes_from(llcs: Vec<Vec<(Vec<usize>, u32)>>, mix: bool) -> Vec<Node> {
         }
     }
     groups.sort_by_key(|g| std::cmp::Reverse(g.0));
-    groups.into_iter().enumerate().map(|(id, (_, cores))| Node { id, slots: cores.concat() }).collect()
+    groups.into_iter().enumerate().map(|(id, (cap, cores))| Node { id, slots: cores.concat(), cap }).collect()
 }
 
 /// `--cpu-capacity`: "LIST=CAP" items separated by ';' (e.g. "0-3=1024;4-11=512"),
@@ -159,7 +175,7 @@ pub fn parse_nodes(spec: &str, nr_cpus: usize) -> Result<Vec<Node>> {
                 bail!("--node-cpus: CPU {c} is in two nodes");
             }
         }
-        nodes.push(Node { id: i, slots: cpus });
+        nodes.push(Node { id: i, slots: cpus, cap: 1024 });
     }
     Ok(nodes)
 }
@@ -167,6 +183,14 @@ pub fn parse_nodes(spec: &str, nr_cpus: usize) -> Result<Vec<Node>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_cpus_are_the_top_capacity_and_none_when_all_are_equal() {
+        assert_eq!(fast_cpus([(0, 512), (1, 512), (2, 1024), (3, 1024)]), vec![2, 3]);
+        assert_eq!(fast_cpus([(0, 1024), (1, 800), (2, 1024), (3, 512)]), vec![0, 2]);
+        assert!(fast_cpus([(0, 1024), (1, 1024)]).is_empty());
+        assert!(fast_cpus([]).is_empty());
+    }
 
     #[test]
     fn parses_node_lists() {
@@ -180,9 +204,9 @@ mod tests {
         // One LLC: E cores 0-1 and 2-3 (512) listed before P core 4-5 (1024).
         let llc = vec![(vec![0, 1], 512), (vec![2, 3], 512), (vec![5, 4], 1024)];
         let nodes = nodes_from(vec![llc.clone()], false);
-        assert_eq!(nodes, vec![Node { id: 0, slots: vec![4, 5] }, Node { id: 1, slots: vec![0, 1, 2, 3] }]);
+        assert_eq!(nodes, vec![Node { id: 0, slots: vec![4, 5], cap: 1024 }, Node { id: 1, slots: vec![0, 1, 2, 3], cap: 512 }]);
         // Asked to mix: one node per LLC, as before.
-        assert_eq!(nodes_from(vec![llc], true), vec![Node { id: 0, slots: vec![0, 1, 2, 3, 4, 5] }]);
+        assert_eq!(nodes_from(vec![llc], true), vec![Node { id: 0, slots: vec![0, 1, 2, 3, 4, 5], cap: 1024 }]);
         // Uniform LLCs: one node each, in their order.
         let two = vec![vec![(vec![0, 1], 1024)], vec![(vec![2, 3], 1024)]];
         assert_eq!(nodes_from(two, false).iter().map(|n| n.slots.clone()).collect::<Vec<_>>(), vec![vec![0, 1], vec![2, 3]]);

@@ -493,6 +493,8 @@ impl NodeManager {
             }
         }
 
+        self.upgrade(&order, &mut owner, &mut placed);
+
         // Publish: what changed gets a new generation.
         let mut changes = Vec::new();
         let mut objects = BTreeMap::new();
@@ -517,6 +519,39 @@ impl NodeManager {
         self.objects = objects;
         self.places = placed;
         changes
+    }
+
+    /// Objects kept on slower cores move to a free block of the same size on
+    /// faster ones, in priority order (AASH: a fast context never idles
+    /// while a task that wants one runs on a slow one). The keep pass above
+    /// leaves an object where it is: a task that got the slow pair while the
+    /// fast one was still held (its holder's exit reported after the new
+    /// request) kept the slow pair with the fast one idle for good (hybrid
+    /// on 6.18). Only free blocks, only strictly faster: each object moves
+    /// up at most once per capacity step, and no one is displaced.
+    fn upgrade(&self, order: &[(i32, Request)], owner: &mut [Vec<Option<i32>>], placed: &mut BTreeMap<i32, Place>) {
+        for &(pid, _) in order {
+            let Some(p) = placed.get(&pid).copied() else { continue };
+            let cap = self.nodes[p.node].cap;
+            let to = self.nodes.iter().enumerate().filter(|(_, n)| n.cap > cap).find_map(|(n, node)| {
+                let nr = node.slots.len() / p.size * p.size;
+                (0..nr).step_by(p.size).find_map(|start| {
+                    let free = (start..start + p.size).all(|s| owner[n][s].is_none());
+                    if !free || !self.block_online(n, start, p.size) {
+                        return None;
+                    }
+                    self.rep_in(pid, n, start, p.size).map(|rep| Place { node: n, start, size: p.size, rep })
+                })
+            });
+            let Some(to) = to else { continue };
+            for s in p.start..p.start + p.size {
+                owner[p.node][s] = None;
+            }
+            for s in to.start..to.start + to.size {
+                owner[to.node][s] = Some(pid);
+            }
+            placed.insert(pid, to);
+        }
     }
 
     /// A place's CPUs, representative first, then by distance from it:

@@ -13,7 +13,7 @@ fn nodes(sizes: &[usize]) -> Vec<Node> {
         .map(|(id, &n)| {
             let slots = (next..next + n).collect();
             next += n;
-            Node { id, slots }
+            Node { id, slots, cap: 1024 }
         })
         .collect()
 }
@@ -276,13 +276,13 @@ fn supply_smaller_than_two_per_requester() {
 fn cpus_offline_at_start_join_their_node_when_they_come_online() {
     // The topology listed only cpus 0-1 at start; 2-3 come online later and
     // the node is re-read with all four.
-    let mut m = NodeManager::new(vec![Node { id: 0, slots: vec![0, 1] }], 0..2, 3);
+    let mut m = NodeManager::new(vec![Node { id: 0, slots: vec![0, 1], cap: 1024 }], 0..2, 3);
     m.request(1, L2);
     assert_eq!(m.object(1).unwrap().cpus, vec![0, 1], "a pair is all there is");
     assert!(!m.has_cpu(2));
     m.set_online(2, true);
     m.set_online(3, true);
-    m.set_nodes(vec![Node { id: 0, slots: vec![0, 1, 2, 3] }]);
+    m.set_nodes(vec![Node { id: 0, slots: vec![0, 1, 2, 3], cap: 1024 }]);
     assert_eq!(m.object(1).unwrap().cpus, vec![0, 1, 2, 3]);
     check_invariants(&m);
 }
@@ -326,6 +326,36 @@ fn hybrid_objects_start_on_the_fastest_cores_and_never_mix() {
     let mut m = NodeManager::new(crate::node::nodes_from(vec![llc], true), 0..8, 3);
     m.request(1, Request { level: 3, weight: 1 });
     assert_eq!(m.size_of(1), 8);
+}
+
+#[test]
+fn an_object_on_slow_cores_moves_to_the_fast_pair_when_it_frees() {
+    // hybrid on 6.18: the new task asked while the old one still held the
+    // P core, got the E core, and kept it after the P core freed.
+    let llc = vec![(vec![0, 1], 512), (vec![2, 3], 1024)];
+    let mut m = NodeManager::new(crate::node::nodes_from(vec![llc.clone()], false), 0..4, 3);
+    m.request(1, Request { level: 1, weight: 1 });
+    m.request(2, Request { level: 1, weight: 1 });
+    assert_eq!(m.object(1).unwrap().cpus, vec![2, 3]);
+    assert_eq!(m.object(2).unwrap().cpus, vec![0, 1]);
+    let changes = m.release(1);
+    assert_eq!(m.object(2).unwrap().cpus, vec![2, 3], "the P core idles while task 2 runs on the E core");
+    assert!(changes.iter().any(|c| c.pid == 2), "the move is published");
+    check_invariants(&m);
+    // Equal capacities: nothing moves for the sake of moving.
+    let mut m = manager(&[2, 2]);
+    m.request(1, L1);
+    m.request(2, L1);
+    let before = m.object(2).unwrap().cpus.clone();
+    assert!(m.release(1).iter().all(|c| c.pid != 2));
+    assert_eq!(m.object(2).unwrap().cpus, before);
+    // A pinned task moves only where it may run.
+    let mut m = NodeManager::new(crate::node::nodes_from(vec![llc], false), 0..4, 3);
+    m.request(1, L1);
+    m.set_allowed(2, Some([0, 1].into_iter().collect()));
+    m.request(2, L1);
+    m.release(1);
+    assert_eq!(m.object(2).unwrap().cpus[0], 0);
 }
 
 // AASH fair sharing of the pairs (fast_share) through the node manager.

@@ -313,6 +313,16 @@ impl<'a> Scheduler<'a> {
             None => crate::node::from_topology(&opts.topology)?,
         };
         info!("nodes: {:?}", nodes.iter().map(|n| &n.slots).collect::<Vec<_>>());
+        // Hybrid: the fast CPUs, which tasks without an object prefer too.
+        let fast = crate::node::fast_cpus_of_topology(&opts.topology);
+        if !fast.is_empty() {
+            info!("fast CPUs (top capacity): {fast:?}");
+            let rodata = skel.maps.rodata_data.as_mut().context("no .rodata in BPF object")?;
+            rodata.hybrid = true;
+            for cpu in fast.into_iter().filter(|&c| c < nr_cpus) {
+                rodata.fast_cpu_bits[cpu / 64] |= 1 << (cpu % 64);
+            }
+        }
         // Same rule as `scx_chameleon tag`: a level no node can form is refused.
         let largest = nodes.iter().map(|n| n.slots.len()).max().unwrap_or(0);
         for t in &opts.tags {

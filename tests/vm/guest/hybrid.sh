@@ -9,6 +9,8 @@
 #     gets the fast pair; with --mix-core-types it gets all four;
 #   - while fused, the representative's performance target is full and the
 #     lent CPU's none (scx_bpf_cpuperf_set);
+#   - untagged single-threaded tasks run on the fast core while it is free,
+#     also ones that never sleep (from /proc/stat);
 #   - bad capacities are refused with the field named.
 . /opt/chameleon/guest/lib.sh
 TEST=hybrid
@@ -72,6 +74,26 @@ sleep 1
 [ "$(object $a)" = "2, 3" ] || fail "level 2: object became [$(object $a)]"
 ok "level 2: the fast pair [2, 3], not 4 CPUs across both types"
 end_tasks $a
+
+# Untagged single-threaded load goes to the fast core too: two spinners
+# started on the slow CPUs 0 and 1, then allowed everywhere, run on 2-3
+# (/proc/stat: the slow CPUs idle, the fast ones busy) although neither
+# ever sleeps (the tick moves them, hybrid.bpf.h).
+spin -c 0 $LONG >/dev/null &
+u0=$!
+spin -c 1 $LONG >/dev/null &
+u1=$!
+usleep 200000
+taskset -p f $u0 >/dev/null && taskset -p f $u1 >/dev/null || fail "taskset -p f"
+sleep 1
+j0=$(cpu_jiffies 0) j1=$(cpu_jiffies 1) j2=$(cpu_jiffies 2) j3=$(cpu_jiffies 3)
+sleep 3
+i0=$(idle_pct "$j0" "$(cpu_jiffies 0)") i1=$(idle_pct "$j1" "$(cpu_jiffies 1)")
+i2=$(idle_pct "$j2" "$(cpu_jiffies 2)") i3=$(idle_pct "$j3" "$(cpu_jiffies 3)")
+ok "untagged spinners started on CPUs 0-1: CPUs 0-3 idle $i0 $i1 $i2 $i3 % over 3 s; now on CPUs $(awk '{ print $39 }' /proc/$u0/stat) and $(awk '{ print $39 }' /proc/$u1/stat)"
+[ "$i0" -ge 80 ] && [ "$i1" -ge 80 ] || fail "untagged load left on the slow CPUs (idle $i0 %, $i1 %)"
+[ "$i2" -le 20 ] && [ "$i3" -le 20 ] || fail "the fast CPUs idled (idle $i2 %, $i3 %)"
+end_tasks $u0 $u1
 stop_agent
 
 start_agent --events --cpu-capacity "0-1=512;2-3=1024" --mix-core-types
