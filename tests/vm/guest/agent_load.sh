@@ -38,11 +38,7 @@ quiet=$rw
 scx_chameleon tag k --level 1 --smt uni >/dev/null || fail "tag k"
 spin -g /sys/fs/cgroup/k $LONG >/dev/null &
 a=$!
-t0=$(now_ms)
-until scx_chameleon status | grep -q "^pid $a: .*-> \[0, 1\]$"; do
-	[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "no object [0, 1]: $(scx_chameleon status | grep '^pid')"
-	usleep 100000
-done
+wait_object $a "0, 1" "uni"
 window "an object [0, 1]"
 [ "$rw" -le $(( 3 * quiet + 30 )) ] ||
 	fail "rcu_preempt woke $rw times with an object, $quiet without (bound $(( 3 * quiet + 30 )))"

@@ -26,17 +26,6 @@ for bad in "0-1=0" "0-9=512" "0-1=512;1=256" "fast"; do
 done
 [ "$(state)" = disabled ] || fail "a refused start left sched_ext '$(state)'"
 
-object() {
-	scx_chameleon status | sed -n "s/^pid $1: .*-> \[\(.*\)\]$/\1/p"
-}
-wait_object() {
-	t0=$(now_ms)
-	until [ "$(object $1)" = "$2" ]; do
-		[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "$3: pid $1 has [$(object $1)], want [$2]"
-		usleep 100000
-	done
-}
-
 start_agent --events --cpu-capacity "0-1=512;2-3=1024"
 grep -q "nodes: \[\[2, 3\], \[0, 1\]\]" "$AGENT_LOG" || fail "nodes not split by capacity: $(grep nodes: "$AGENT_LOG")"
 ok "nodes fastest first: $(grep -o 'nodes: .*' "$AGENT_LOG")"

@@ -33,11 +33,7 @@ grep -q "processor proxies on" "$AGENT_LOG" || fail "the policy did not bind the
 scx_chameleon tag k --smt kwork >/dev/null || fail "tag k --smt kwork"
 spin -g /sys/fs/cgroup/k $LONG >/dev/null &
 a=$!
-t0=$(now_ms)
-until scx_chameleon status | grep -q "^pid $a: .*-> \[0, 1\]$"; do
-	[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "no object [0, 1]: $(scx_chameleon status | grep '^pid')"
-	usleep 100000
-done
+wait_object $a "0, 1" "kwork"
 # An IO-APIC IRQ takes its new affinity at its next interrupt: print until
 # it is in effect.
 until [ "$(cat /proc/irq/$irq/effective_affinity_list)" = 1 ]; do

@@ -113,6 +113,19 @@ fused_pct() {
 	echo $(( $2 * 100 / $1 ))
 }
 
+# object PID: the CPUs of PID's object as `status` lists them ("2, 3"), empty if none.
+object() {
+	scx_chameleon status | sed -n "s/^pid $1: .*-> \[\(.*\)\]$/\1/p"
+}
+# wait_object PID CPUS WHAT: until PID's object is [CPUS], 5 s at most.
+wait_object() {
+	t0=$(now_ms)
+	until [ "$(object $1)" = "$2" ]; do
+		[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "$3: pid $1 has [$(object $1)], want [$2]"
+		usleep 100000
+	done
+}
+
 count_events() { grep -c "^event  *$1 " "$AGENT_LOG"; }
 
 # wait_log PATTERN TIMEOUT_MS WHAT: until the agent log has a line matching PATTERN.
