@@ -139,15 +139,56 @@ wait_log() {
 
 # --- The kernel's own accounting (not the scheduler's counters) ---
 
-# "IDLE TOTAL" jiffies of one CPU from /proc/stat (idle + iowait; all fields).
-cpu_jiffies() {
-	awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= NF; i++) t += $i; print $5 + $6, t }' /proc/stat
+# get VAR CMD...: VAR=$(CMD...), and the test fails if CMD fails. A `fail`
+# inside $( ) ends only the subshell: its "FAIL" text would become the value
+# compared next, and `set -- $(CMD) || fail` cannot fail at all (set returns
+# 0). CMD's output, a FAIL line included, is shown when it fails.
+get() {
+	_gv=$1
+	shift
+	_go=$("$@")
+	_grc=$?
+	if [ "$_grc" != 0 ]; then
+		[ -z "$_go" ] || echo "$_go"
+		case "$_go" in *"FAIL $TEST:"*) exit 1 ;; esac
+		fail "'$*' exited $_grc"
+	fi
+	eval "$_gv=\$_go"
 }
 
-# idle_pct "IDLE0 TOTAL0" "IDLE1 TOTAL1": the CPU's idle share between two
-# cpu_jiffies samples, in percent (integer).
-idle_pct() {
-	echo "$1 $2" | awk '{ d = $4 - $2; print (d > 0) ? int(($3 - $1) * 100 / d) : -1 }'
+# shares VAR MS WHAT...: VAR = the per-mille shares of the next MS ms
+# (cpu_share: a PID's CPU time from schedstat, "cpuN" CPU N's idle time from
+# /proc/stat, both over one CLOCK_MONOTONIC window), space-separated in WHAT's
+# order; fails the test if any cannot be read at both ends.
+shares() {
+	_sv=$1
+	shift
+	get _so cpu_share "$@"
+	_so=$(echo $_so)
+	[ "$(echo "$_so" | wc -w)" = $(( $# - 1 )) ] || fail "cpu_share $*: got '$_so'"
+	eval "$_sv=\$_so"
+}
+
+# idle_over VAR CPU SECONDS: VAR = CPU's idle time in % of the next SECONDS
+# (decimal allowed) of the monotonic clock. Idle is the one /proc/stat field
+# the kernel accounts exactly (NOHZ); never divide by its total: TCG thins the
+# busy ticks, and at that thinning "50 % idle" read from 25 % real idle.
+idle_over() {
+	_ims=$(echo "$3" | awk '{ printf "%d", $1 * 1000 }')
+	shares _ipm "$_ims" "cpu$2"
+	eval "$1=$(( _ipm / 10 ))"
+}
+
+# accounts_for WHAT IDLE_PM TASKS_PM [TOL_PM]: a CPU's idle time and the CPU
+# time of the tasks that can run there (all per mille of one window) must add
+# up to the whole window, within TOL_PM (default 80): otherwise one of the two
+# readings is wrong and whatever a test concludes from it is too.
+accounts_for() {
+	_d=$(( $2 + $3 - 1000 ))
+	[ "$_d" -lt 0 ] && _d=$(( -_d ))
+	[ "$_d" -le "${4:-80}" ] ||
+		fail "$1: idle $2 ‰ + its tasks' $3 ‰ = $(( $2 + $3 )) ‰ of the window (want 1000 ± ${4:-80})"
+	ok "$1: idle $2 ‰ + its tasks' $3 ‰ of the window (kernel accounting adds up)"
 }
 
 # scx_event NAME: the kernel's sched_ext event counter NAME (e.g.
@@ -177,14 +218,6 @@ longest_stall() {
 		fi
 	done
 	echo "$worst $(( (last - first) / 1000000 ))"
-}
-
-# idle_over CPU SECONDS: the CPU's idle share (/proc/stat) over the next
-# SECONDS (usleep-style fractions not needed: whole or decimal seconds).
-idle_over() {
-	_i0=$(cpu_jiffies "$1")
-	sleep "$2"
-	idle_pct "$_i0" "$(cpu_jiffies "$1")"
 }
 
 # Workloads outlive their measuring windows by far: under TCG a few guest

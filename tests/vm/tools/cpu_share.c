@@ -1,18 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cpu_share MS PID...: the CPU time the kernel accounted to each task
- * (/proc/PID/schedstat, first field) over the next MS milliseconds of
- * CLOCK_MONOTONIC, in tenths of a percent of that window, one per line.
+ * cpu_share MS WHAT...: shares of the next MS milliseconds of CLOCK_MONOTONIC,
+ * in tenths of a percent of that window, one line per WHAT:
+ *   PID   the CPU time the kernel accounted to the task
+ *         (/proc/PID/schedstat, first field);
+ *   cpuN  the time CPU N spent idle (/proc/stat, idle + iowait).
  *
- * One process reads the clock and every task's counter back to back at both
- * ends, so the window is exact to microseconds; a shell doing the same with
- * a fork per read was off by up to 4 % under TCG.
+ * One process reads the clock and every counter back to back at both ends, so
+ * the window is exact to microseconds; a shell doing the same with a fork per
+ * read was off by up to 4 % under TCG.
+ *
+ * Idle is a share of the clock's window, never of /proc/stat's own total: with
+ * NOHZ the idle field is accounted exactly (ktime at idle entry and exit),
+ * while the busy fields are tick samples, and TCG loses ticks of a busy vCPU
+ * (a busy CPU's total grew 94 jiffies in a 3 s window), which made an idle
+ * share of the total read far too high (71 % against 47 %).
+ *
+ * Exit 1 (and nothing on stdout) when a task or CPU cannot be read at either
+ * end: a task that ended inside the window measured something else.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-#define MAX_TASKS 16
+#define MAX_ITEMS 16
 
 static long long now_ns(void)
 {
@@ -38,32 +51,60 @@ static long long run_ns(const char *pid)
 	return ns;
 }
 
+/* Idle + iowait of CPU `cpu` in ns, -1 if it has no line (offline). */
+static long long idle_ns(const char *cpu)
+{
+	unsigned long long v[5];
+	char line[512], name[32];
+	long long ns = -1;
+	long hz = sysconf(_SC_CLK_TCK);
+	FILE *f = fopen("/proc/stat", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%31s %llu %llu %llu %llu %llu", name, &v[0], &v[1],
+			   &v[2], &v[3], &v[4]) == 6 && !strcmp(name, cpu)) {
+			ns = (long long)((v[3] + v[4]) * (1000000000ULL / hz));
+			break;
+		}
+	}
+	fclose(f);
+	return ns;
+}
+
+static long long sample(const char *what)
+{
+	return strncmp(what, "cpu", 3) ? run_ns(what) : idle_ns(what);
+}
+
 int main(int argc, char **argv)
 {
-	long long r0[MAX_TASKS], r1[MAX_TASKS], t0, t1;
+	long long v0[MAX_ITEMS], v1[MAX_ITEMS], t0, t1;
 	struct timespec nap;
 	int i, n = argc - 2;
 	long ms;
 
-	if (argc < 3 || n > MAX_TASKS || (ms = atol(argv[1])) <= 0) {
-		fprintf(stderr, "usage: cpu_share MS PID... (at most %d)\n", MAX_TASKS);
+	if (argc < 3 || n > MAX_ITEMS || (ms = atol(argv[1])) <= 0) {
+		fprintf(stderr, "usage: cpu_share MS PID|cpuN... (at most %d)\n", MAX_ITEMS);
 		return 2;
 	}
 	t0 = now_ns();
 	for (i = 0; i < n; i++)
-		r0[i] = run_ns(argv[i + 2]);
+		v0[i] = sample(argv[i + 2]);
 	nap.tv_sec = ms / 1000;
 	nap.tv_nsec = ms % 1000 * 1000000;
 	nanosleep(&nap, NULL);
 	for (i = 0; i < n; i++)
-		r1[i] = run_ns(argv[i + 2]);
+		v1[i] = sample(argv[i + 2]);
 	t1 = now_ns();
 	for (i = 0; i < n; i++) {
-		if (r0[i] < 0 || r1[i] < 0) {
-			fprintf(stderr, "cpu_share: no task %s\n", argv[i + 2]);
+		if (v0[i] < 0 || v1[i] < 0) {
+			fprintf(stderr, "cpu_share: cannot read %s at both ends\n", argv[i + 2]);
 			return 1;
 		}
-		printf("%lld\n", (r1[i] - r0[i]) * 1000 / (t1 - t0));
 	}
+	for (i = 0; i < n; i++)
+		printf("%lld\n", (v1[i] - v0[i]) * 1000 / (t1 - t0));
 	return 0;
 }

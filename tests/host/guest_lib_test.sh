@@ -1,0 +1,57 @@
+#!/bin/sh
+# The guest tests' helpers (tests/vm/guest/lib.sh) under busybox sh, as the
+# guest runs them: each case prints "ok NAME" or "not ok NAME: why"
+# (tests/run counts them as host::guest_lib::NAME).
+#
+#   busybox sh tests/host/guest_lib_test.sh LIB_SH TOOLS_DIR
+#
+# Each case runs in its own shell, since the helpers end a failed test with
+# exit 1: "fails" means that shell exited 1 with a FAIL line.
+lib=$1
+PATH=$2:$PATH
+export PATH
+
+# case NAME WANT(pass|fail) SCRIPT: run SCRIPT after sourcing lib.sh.
+case_() {
+	out=$(TEST=t sh -c ". '$lib'; $3" 2>&1)
+	rc=$?
+	if [ "$2" = pass ]; then
+		[ "$rc" = 0 ] && echo "ok $1" || echo "not ok $1: exit $rc: $out"
+	else
+		if [ "$rc" = 1 ] && echo "$out" | grep -q "^FAIL t: "; then
+			echo "ok $1"
+		else
+			echo "not ok $1: exit $rc, want a FAIL: $out"
+		fi
+	fi
+}
+
+# The trap get() exists for: a fail inside $( ) ends the subshell only, and
+# `set -- $(...) || fail` goes on with the FAIL text as the figures.
+case_ subshell_trap_is_real pass '
+	f() { fail "inside"; }
+	set -- $(f) || fail "never reached"
+	[ "$1" = FAIL ] || exit 3'
+case_ get_propagates_a_fail_inside fail '
+	f() { fail "inside"; }
+	get r f
+	exit 0'
+case_ get_fails_on_a_nonzero_exit fail 'get r sh -c "exit 4"; exit 0'
+case_ get_keeps_the_output pass '
+	get r sh -c "echo 1 2; echo 3"
+	set -- $r
+	[ "$#" = 3 ] && [ "$3" = 3 ] || exit 3'
+case_ shares_of_a_gone_task_fail fail 'shares s 50 999999999; exit 0'
+case_ shares_of_an_absent_cpu_fail fail 'shares s 50 cpu4096; exit 0'
+case_ shares_in_range pass '
+	shares s 200 $$ cpu0
+	set -- $s
+	[ "$#" = 2 ] && [ "$1" -ge 0 ] && [ "$1" -le 1050 ] && [ "$2" -ge 0 ] && [ "$2" -le 1050 ] || exit 3'
+case_ idle_over_sets_a_percentage pass '
+	idle_over i 0 0.2
+	[ "$i" -ge 0 ] && [ "$i" -le 105 ] || exit 3'
+case_ accounts_for_a_whole_window pass 'accounts_for cpu1 470 530 >/dev/null'
+# contention.log at tax 1, measured against the thinned /proc/stat total:
+# idle 71 %, the pinned spinner 53 % by schedstat.
+case_ accounts_for_refuses_124_percent fail 'accounts_for cpu1 710 530'
+case_ accounts_for_refuses_a_missing_half fail 'accounts_for cpu1 200 500'
