@@ -31,6 +31,10 @@ fi
 # The other kernels of the smoke matrix (downloaded once, then a no-op).
 "$here/kernels.sh"
 mkdir -p "$tools"
+# One build of this clone at a time: kbuild and the tools write into the
+# tree, and two at once (a test run and a benchmark) would mix their objects.
+exec 8>"$out/.build.lock"
+flock 8
 log() { printf 'build: %s\n' "$*" >&2; }
 
 t0=$(date +%s)

@@ -6,8 +6,8 @@
 # PERIOD ms, for each PERIOD given (default 30, AASH's and ours, and 1000),
 # interleaved ROUNDS times in this one boot, the order turning each round (TCG
 # drifts: only ratios within a round count). Migrations from the kernel
-# (/proc/PID/sched se.nr_migrations), the CPUs' idle share (/proc/stat, %
-# of one CPU) and the agent's own CPU time over the window (its threads'
+# (/proc/PID/sched se.nr_migrations), the CPUs' idle time (/proc/stat's
+# absolute idle over the window, summed: per mille of one CPU) and the agent's own CPU time over the window (its threads'
 # utime + stime from /proc/PID/stat, ms: the agent runs on these 4 CPUs, so
 # what a rotation costs it is taken from the spinners) are printed beside it.
 #   bench_aash.sh [ROUNDS] [WINDOW_S] [PERIOD_MS...]
@@ -68,22 +68,20 @@ one() {
 	# The first second settles (objects granted), then the window.
 	sleep 1
 	m0=0; for p in $pids; do m0=$(( m0 + $(migrations $p) )); done
-	i0=0; for c in 0 1 2 3; do i0=$(( i0 + $(cpu_jiffies $c | cut -d' ' -f1) )); done
 	agent_threads >/tmp/th0
 	set -- $(agent_sched); am0=$1 ai0=$2 av0=$3
 	md0=$(skip_md)
 	l0=$(wc -l <"$AGENT_LOG")
 	a0=$(agent_ms)
-	t0=$(now_ms)
-	sleep "$window"
+	# The four CPUs' idle time over the window, per mille each.
+	shares s $(( window * 1000 )) cpu0 cpu1 cpu2 cpu3
 	a1=$(agent_ms)
 	m1=0; for p in $pids; do m1=$(( m1 + $(migrations $p) )); done
-	i1=0; for c in 0 1 2 3; do i1=$(( i1 + $(cpu_jiffies $c | cut -d' ' -f1) )); done
 	agent_threads >/tmp/th1
 	set -- $(agent_sched); am=$(( $1 - am0 )) ai=$(( $2 - ai0 )) av=$(( $3 - av0 ))
 	md=$(( $(skip_md) - md0 ))
 	l1=$(wc -l <"$AGENT_LOG")
-	idle=$(( (i1 - i0) * 1000 / ($(now_ms) - t0) ))
+	idle=0; for v in $s; do idle=$(( idle + v )); done
 	wait $pids
 	loops=0
 	for g in a b c; do

@@ -70,13 +70,11 @@ fig3() {
 		taskset 0x1 spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
 		a=$!
 		sleep 2
-		i0=$(cpu_jiffies 1)
-		set -- $(cpu_share $(( secs * 1000 )) $a $b)
-		i1=$(cpu_jiffies 1)
-		as=$1 bs=$2
+		shares s $(( secs * 1000 )) $a $b cpu1
+		set -- $s
+		as=$1 bs=$2 idle=$(( $3 / 10 ))
 		end_tasks $a $b
 		stop_agent
-		idle=$(idle_pct "$i0" "$i1")
 		# Execution time relative to the task alone on a baseline CPU.
 		ra=$(echo "$base $as" | awk '{ printf "%.3f", $1 / $2 }')
 		rb=$(echo "$base $bs" | awk '{ printf "%.3f", $2 ? $1 / $2 : 0 }')
