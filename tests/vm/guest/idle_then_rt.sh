@@ -18,19 +18,24 @@ rt_throttling_off
 # As rt_hog: kworker/1:N waits for the RT bursts as under EEVDF.
 WATCHDOG_MS=10000
 
-# phase ROUNDS: prints "MAX_WAIT_MS ROUNDS_OVER_HALF_A_BURST".
+# phase ROUNDS: prints "MAX_WAIT_MS ROUNDS_OVER_HALF_A_BURST"; fails (run
+# it with get) if wakepair fails or does not report both figures.
 phase() {
 	spin -c 2 $LONG >/dev/null &
 	_s=$!
-	_out=$(taskset 0x1 wakepair -r 1 -w 6 -b 600 -n "$1") || { restore; fail "wakepair: $_out"; }
+	_out=$(taskset 0x1 wakepair -r 1 -w 6 -b 600 -n "$1" 2>&1) || { restore; fail "wakepair: $_out"; }
 	end_tasks $_s
-	echo "$_out" | sed -n 's/.*max_wait_ms=\([0-9]*\).* over_half=\([0-9]*\).*/\1 \2/p'
+	_fig=$(echo "$_out" | sed -n 's/.*max_wait_ms=\([0-9][0-9]*\).* over_half=\([0-9][0-9]*\).*/\1 \2/p')
+	[ -n "$_fig" ] || { restore; fail "wakepair did not report max_wait_ms and over_half: $_out"; }
+	echo "$_fig"
 }
 
-set -- $(phase 8)
+get r phase 8
+set -- $r
 ok "EEVDF (reference): W's longest wait $1 ms, $2 of 8 rounds over 300 ms"
 start_agent --events
-set -- $(phase 15)
+get r phase 15
+set -- $r
 restore
 ok "scx_chameleon: W's longest wait $1 ms, $2 of 15 rounds over 300 ms"
 [ "$(state)" = enabled ] || fail "scheduler ejected"
