@@ -59,16 +59,42 @@ out=$(scx_chameleon status 2>&1) && fail "status of a killed agent succeeded: $o
 echo "$out" | grep -q "STALE: written by agent pid $AGENT_PID, which is no longer running" || fail "not marked stale: $out"
 ok "after kill -9: $(echo "$out" | grep STALE)"
 
-# stdout closed under it (a reader that went away): the agent keeps running.
+# stdout closed under it (a reader that went away): the agent keeps running
+# and serving. A first tagged task (cgroup two, level 1) makes the first
+# event line, which ends the reader; a second one starts once the reader is
+# gone: its demand reaches the agent only through the event ring buffer, so
+# an object for it is an event consumed after the close (a process merely
+# alive, stuck writing for instance, would not give one).
 AGENT_LOG=/tmp/agent.log
 sh -c 'exec scx_chameleon --events 2>/tmp/agent.err' | head -n 1 >/dev/null &
+reader=$!
 wait_state enabled 30000 >/dev/null || fail "not enabled with stdout to a pipe"
 AGENT_PID=$(pidof scx_chameleon)
-for i in 1 2 3; do spin -g /sys/fs/cgroup/two 0.3 >/dev/null; done
-sleep 1
+# given TASK WHAT: until the agent gives TASK an object, 5 s at most.
+given() {
+	_t0=$(now_ms)
+	until [ -n "$(object $1)" ]; do
+		[ $(( $(now_ms) - _t0 )) -lt 5000 ] ||
+			fail "$2: the agent (pid $AGENT_PID, $(grep State /proc/$AGENT_PID/status 2>/dev/null | tr -s '\t' ' ')) gave tagged task $1 no object in 5 s"
+		usleep 100000
+	done
+}
+spin -g /sys/fs/cgroup/two $LONG >/dev/null &
+t1=$!
+given $t1 "before stdout closed"
+_t0=$(now_ms)
+while [ -d /proc/$reader ] && ! grep -q '^State:.*[ZX]' /proc/$reader/status 2>/dev/null; do
+	[ $(( $(now_ms) - _t0 )) -lt 10000 ] || fail "the reader (head -n 1) still runs 10 s after the first event"
+	usleep 20000
+done
+spin -g /sys/fs/cgroup/two $LONG >/dev/null &
+t2=$!
+given $t2 "after stdout closed"
+ok "stdout closed after one line, events kept coming: a tagged task started after the close got the object [$(object $t2)] (its demand event consumed)"
+end_tasks $t1 $t2
 kill -0 "$AGENT_PID" 2>/dev/null || fail "the agent died when its stdout closed: $(tail -n 5 /tmp/agent.err)"
 [ "$(state)" = enabled ] || fail "state '$(state)' after stdout closed"
-ok "stdout closed after one line, events kept coming: the agent (pid $AGENT_PID) still runs"
+ok "the agent (pid $AGENT_PID) still runs with its stdout closed"
 kill -TERM "$AGENT_PID"
 wait_state disabled 5000 >/dev/null || fail "not disabled after SIGTERM"
 # Not our child (it runs in the pipeline): wait until it is gone, lock and
