@@ -5,8 +5,13 @@
 # lent CPUs go away under it). The kernel's watchdog ejecting us while a
 # hotplug waits for a per-CPU kthread (cpuhp/N, ksoftirqd/N) is what this
 # catches. Asserts, from the kernel's side: still enabled and ours after every
-# step, the agent alive, every CPU online at the end, the load completed, no
-# stall in the kernel log (tests/vm/run fails the run on a sched_ext error).
+# step, the agent alive, at least one offline done (a refused one is counted
+# and reported), every CPU online at the end, no stall in the kernel log
+# (tests/vm/run fails the run on a sched_ext error), and stress-ng completing
+# its run with status 0. That the tagged task fuses: fuse events for it during
+# the storm, and afterwards, stress-ng still on every CPU, its object's lent
+# CPU idling (/proc/stat), which no CPU does while stress-ng can run there
+# unless it is lent.
 # On a failure the whole agent log is printed: the exit dump is in it.
 . /opt/chameleon/guest/lib.sh
 
@@ -28,19 +33,19 @@ start_agent --events
 
 stress-ng --cpu "$ncpu" --timeout $(( storm_s + 30 )) >/tmp/stress.log 2>&1 &
 load=$!
-spin -g /sys/fs/cgroup/storm $(( storm_s + 30 )) >/dev/null &
+spin -g /sys/fs/cgroup/storm $(( storm_s + 90 )) >/dev/null &
 tagged=$!
 
 # A pseudo-random stream from the kernel (busybox has no $RANDOM in every build).
 rnd() { od -An -N2 -tu2 /dev/urandom | tr -d ' '; }
 
 end=$(( $(now_ms) + storm_s * 1000 ))
-steps=0 offs=0
+steps=0 offs=0 refused=0
 while [ "$(now_ms)" -lt "$end" ]; do
 	cpu=$(( $(rnd) % (ncpu - 1) + 1 ))
 	f=/sys/devices/system/cpu/cpu$cpu/online
 	if [ "$(cat $f)" = 1 ]; then
-		echo 0 >"$f" 2>/dev/null && offs=$(( offs + 1 ))
+		if echo 0 >"$f" 2>/dev/null; then offs=$(( offs + 1 )); else refused=$(( refused + 1 )); fi
 	else
 		echo 1 >"$f" || storm_fail "cannot online cpu$cpu"
 	fi
@@ -52,7 +57,8 @@ done
 for f in /sys/devices/system/cpu/cpu[1-9]*/online; do
 	[ "$(cat "$f")" = 1 ] || echo 1 >"$f" || storm_fail "cannot bring back ${f%/online}"
 done
-ok "storm: $steps steps, $offs CPUs offlined, over ${storm_s} s under load"
+ok "storm: $steps steps, $offs CPUs offlined ($refused offlines refused by the kernel), over ${storm_s} s under load"
+[ "$offs" -gt 0 ] || storm_fail "no offline succeeded in $steps steps ($refused refused): no storm happened"
 [ "$(state)" = enabled ] || storm_fail "state '$(state)' after the storm"
 ops_is_chameleon || storm_fail "root/ops '$(ops)' after the storm"
 [ "$(grep -c . /sys/devices/system/cpu/online)" = 1 ] &&
@@ -60,10 +66,29 @@ ops_is_chameleon || storm_fail "root/ops '$(ops)' after the storm"
 	storm_fail "CPUs online at the end: $(cat /sys/devices/system/cpu/online)"
 dmesg | grep -E "failed to run for|hung_task|rcu.*stall|soft lockup" &&
 	storm_fail "the kernel log has a stall"
-kill "$tagged" 2>/dev/null
-wait "$tagged" 2>/dev/null
-kill "$load" 2>/dev/null
-wait "$load" 2>/dev/null
+storm_fuses=$(grep -c "^event  *fuse .*pid=$tagged " "$AGENT_LOG")
+ok "the tagged task (pid $tagged) fused $storm_fuses times during the storm (events)"
+[ "$storm_fuses" -gt 0 ] || storm_fail "the tagged task never fused during the storm"
+# The kernel's side, every CPU back and stress-ng still running everywhere.
+kill -0 "$load" 2>/dev/null || storm_fail "stress-ng ended before the fuse check (timeout $(( storm_s + 30 )) s)"
+t0=$(now_ms)
+until echo "$(object $tagged)" | grep -q "^[0-9]*, [0-9]*$"; do
+	[ $(( $(now_ms) - t0 )) -lt 10000 ] || storm_fail "the tagged task has no level-1 object 10 s after the storm: [$(object $tagged)]"
+	usleep 100000
+done
+o=$(object $tagged)
+lent=${o##* }
+shares k 2000 "$tagged" "cpu$lent"
+set -- $k
+ok "after the storm: pid $tagged on [$o] ran $1 ‰ of 2 s; its lent CPU $lent idled $2 ‰ with stress-ng runnable on every CPU"
+[ "$2" -ge 100 ] || storm_fail "CPU $lent idled $2 ‰ with stress-ng runnable there: the object is not fused in the kernel's accounting"
+still_running "$tagged"
+wait "$load"
+rc=$?
+[ "$rc" = 0 ] || { tail -n 20 /tmp/stress.log; storm_fail "stress-ng exited $rc"; }
+grep -q "successful run completed" /tmp/stress.log || { tail -n 20 /tmp/stress.log; storm_fail "stress-ng did not complete its run"; }
+ok "stress-ng completed its run (status 0)"
+end_tasks "$tagged"
 stop_agent
 n_off=$(count_events cpu_offline)
 [ "$n_off" -ge "$offs" ] || fail "agent saw $n_off cpu_offline events, $offs offlines done"
