@@ -9,12 +9,17 @@
  *   proxy_ctl unpark CPULIST          UNPARK, prints ns= (synchronous part)
  *   proxy_ctl emulate on|off [low|med|high]
  *   proxy_ctl reset                   RESET
- *   proxy_ctl fuzz N SEED             N random ioctls, then RESET; prints how
- *                                     many calls ended with each errno
+ *   proxy_ctl fuzz N SEED             N random ioctls, then RESET; each call is
+ *                                     judged against chameleon_proxy.h (see
+ *                                     judge()); exits 1 if one a valid module
+ *                                     must refuse succeeded, or any call ended
+ *                                     with an errno the header does not give it
  *   proxy_ctl --uid UID CMD...        CMD with the device opened as root and
  *                                     the ioctls made as UID (root-only checks)
- * CPULIST is like "1,3-5". A failed ioctl prints its errno name on stderr and
- * exits 1; bad usage exits 2.
+ * CPULIST is like "1,3-5", possibly empty; any id the mask words can hold
+ * (below (nr_cpu_ids + 63) / 64 * 64) is sent as given, so that the module's own
+ * checks, not ours, refuse one at or past nr_cpu_ids. A failed ioctl prints its
+ * errno name on stderr and exits 1; bad usage exits 2.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -76,7 +81,7 @@ static unsigned int mask_words(void)
 	return (nr_cpu_ids + 63) / 64;
 }
 
-/* "1,3-5" into mask words; every id must be below nr_cpu_ids. */
+/* "1,3-5" into mask words: any id the words hold, even past nr_cpu_ids. */
 static uint64_t *parse_cpulist(const char *list)
 {
 	uint64_t *mask = calloc(mask_words(), sizeof(*mask));
@@ -92,8 +97,8 @@ static uint64_t *parse_cpulist(const char *list)
 
 		if (dash)
 			*dash = 0;
-		lo = parse_ul(tok, nr_cpu_ids - 1);
-		hi = dash ? parse_ul(dash + 1, nr_cpu_ids - 1) : lo;
+		lo = parse_ul(tok, mask_words() * 64 - 1);
+		hi = dash ? parse_ul(dash + 1, mask_words() * 64 - 1) : lo;
 		if (hi < lo) {
 			fprintf(stderr, "bad range in '%s'\n", list);
 			exit(2);
@@ -333,7 +338,200 @@ static void plausible_arg(unsigned int nr, void *buf)
 		((unsigned char *)buf)[8 + rnd_below(88)] = rnd();
 }
 
-static int fuzz_one(void)
+/*
+ * The errnos chameleon_proxy.h gives, as bits: what a call may end with.
+ * ENOTTY: unknown command or direction; EINVAL: a size below the first
+ * version, a bad field, flag or mask; EFAULT: memory the module cannot read or
+ * write; E2BIG: nonzero bytes past the struct it knows; EBUSY, EOPNOTSUPP:
+ * refusals that depend on the module's state (a CPU parked or offline, one
+ * the platform cannot unplug, another idle-injection user); EPERM: not root.
+ */
+enum { X_NOTTY = 1, X_INVAL = 2, X_FAULT = 4, X_2BIG = 8, X_BUSY = 16,
+       X_NOTSUPP = 32, X_PERM = 64 };
+static const int x_errno[] = { ENOTTY, EINVAL, EFAULT, E2BIG, EBUSY, EOPNOTSUPP, EPERM };
+#define X_N	(sizeof(x_errno) / sizeof(x_errno[0]))
+
+static unsigned int x_bit(int e)
+{
+	unsigned int i;
+
+	for (i = 0; i < X_N; i++)
+		if (x_errno[i] == e)
+			return 1U << i;
+	return 0;
+}
+
+/*
+ * What the header says of one call. A call with a fault (faults != 0) must
+ * fail, with the errno of one of its faults: which one the module meets
+ * first is its business. A call without one is valid: it may succeed, or be
+ * refused for the module's state, with one of the errnos in @state only.
+ */
+struct verdict {
+	unsigned int faults;
+	unsigned int state;
+	const char *why;	/* the first fault, for the report */
+};
+
+static void fault(struct verdict *v, unsigned int x, const char *why)
+{
+	if (!v->faults)
+		v->why = why;
+	v->faults |= x;
+}
+
+static unsigned char *present;		/* present[cpu]: /sys/.../cpu/present */
+static size_t arg_avail;		/* bytes of the call's struct that are ours */
+
+/* Bytes of our memory at @p, readable and writable: 0 for the bad pointers. */
+static size_t avail_at(uint64_t p)
+{
+	uint64_t edge = (uintptr_t)fuzz_edge, page = sysconf(_SC_PAGESIZE);
+
+	if (p == (uintptr_t)fuzz_buf)
+		return FUZZ_BUF;
+	if (p >= edge - page && p <= edge)
+		return edge - p;
+	return 0;
+}
+
+/* A cpumask argument: @words words at @uaddr. PARK refuses CPU 0 too. */
+static void judge_mask(struct verdict *v, uint64_t uaddr, uint32_t words, int park)
+{
+	unsigned int c, any = 0;
+
+	if (words != mask_words()) {
+		fault(v, X_INVAL, "mask_words is not (nr_cpu_ids + 63) / 64");
+		return;
+	}
+	if (uaddr != (uintptr_t)fuzz_mask) {
+		fault(v, X_FAULT, "the mask's address is not readable");
+		return;
+	}
+	for (c = 0; c < words * 64; c++) {
+		if (!(fuzz_mask[c / 64] & (1ULL << (c % 64))))
+			continue;
+		any = 1;
+		if (c >= nr_cpu_ids)
+			fault(v, X_INVAL, "a mask bit at or past nr_cpu_ids");
+		else if (!present[c])
+			fault(v, X_INVAL, "a CPU that is not present");
+	}
+	if (!any)
+		fault(v, X_INVAL, "an empty mask");
+	/* CPU 0 is never parked, so it cannot be unparked either. */
+	if (fuzz_mask[0] & 1)
+		fault(v, X_INVAL, park ? "PARK of CPU 0" : "UNPARK of CPU 0, never parked");
+}
+
+static int nonzero(const unsigned char *p, size_t n)
+{
+	while (n--)
+		if (*p++)
+			return 1;
+	return 0;
+}
+
+/*
+ * The verdict on ioctl(fd, @cmd, @arg), from chameleon_proxy.h alone; the
+ * struct the module reads is fuzz_buf's first bytes, arg_avail of them ours.
+ */
+static struct verdict judge(unsigned long cmd, unsigned long arg)
+{
+	static const unsigned int dir[] = { _IOC_READ, _IOC_READ | _IOC_WRITE,
+		_IOC_READ | _IOC_WRITE, _IOC_WRITE, _IOC_READ | _IOC_WRITE, _IOC_NONE };
+	static const size_t ksize[] = {
+		sizeof(struct chameleon_proxy_info), sizeof(struct chameleon_proxy_park),
+		sizeof(struct chameleon_proxy_unpark), sizeof(struct chameleon_proxy_emulate),
+		sizeof(struct chameleon_proxy_stats), 0 };
+	unsigned int nr = _IOC_NR(cmd), size = _IOC_SIZE(cmd);
+	struct verdict v = { 0, 0, NULL };
+	const unsigned char *b = fuzz_buf;
+
+	if (_IOC_TYPE(cmd) != CHAMELEON_PROXY_IOC_MAGIC || nr > 5 || _IOC_DIR(cmd) != dir[nr]) {
+		fault(&v, X_NOTTY, "an unknown command or direction");
+		return v;
+	}
+	if (nr >= 1 && nr != 4 && geteuid()) {
+		fault(&v, X_PERM, "an admin command as a user");
+		return v;
+	}
+	if (nr == 5) {
+		if (size || arg)
+			fault(&v, X_INVAL, "RESET with a size or an argument");
+		return v;
+	}
+	if (size < ksize[nr]) {
+		fault(&v, X_INVAL, "a size below the first version");
+		return v;
+	}
+	if (arg_avail < size) {
+		/* Trailing bytes are checked before the struct is copied. */
+		if ((_IOC_DIR(cmd) & _IOC_WRITE) && arg_avail > ksize[nr] &&
+		    nonzero(b + ksize[nr], arg_avail - ksize[nr]))
+			fault(&v, X_2BIG, "nonzero bytes past the struct");
+		fault(&v, X_FAULT, "an argument not all readable and writable");
+		return v;
+	}
+	if ((_IOC_DIR(cmd) & _IOC_WRITE) && nonzero(b + ksize[nr], size - ksize[nr])) {
+		fault(&v, X_2BIG, "nonzero bytes past the struct");
+		return v;
+	}
+	switch (nr) {
+	case 1: {
+		const struct chameleon_proxy_park *p = (const void *)b;
+
+		judge_mask(&v, p->mask, p->mask_words, 1);
+		if (p->flags || nonzero((const void *)p->reserved, sizeof(p->reserved)))
+			fault(&v, X_INVAL, "PARK flags or reserved words set");
+		if (p->holdoff_ms > CHAMELEON_PROXY_MAX_HOLDOFF_MS)
+			fault(&v, X_INVAL, "a hold-off over CHAMELEON_PROXY_MAX_HOLDOFF_MS");
+		/* parked or offline; not hotpluggable; no CPU left */
+		v.state = X_BUSY | X_NOTSUPP | X_INVAL;
+		break;
+	}
+	case 2: {
+		const struct chameleon_proxy_unpark *u = (const void *)b;
+
+		judge_mask(&v, u->mask, u->mask_words, 0);
+		if (u->flags || nonzero((const void *)u->reserved, sizeof(u->reserved)))
+			fault(&v, X_INVAL, "UNPARK flags or reserved words set");
+		v.state = X_INVAL;	/* a CPU not parked */
+		break;
+	}
+	case 3: {
+		const struct chameleon_proxy_emulate *e = (const void *)b;
+
+		if (e->flags || nonzero((const void *)e->reserved, sizeof(e->reserved)))
+			fault(&v, X_INVAL, "EMULATE flags or reserved words set");
+		if (e->on > 1 || e->category > CHAMELEON_PROXY_CAT_HIGH)
+			fault(&v, X_INVAL, "EMULATE on or category out of range");
+		if (!e->on && e->category)
+			fault(&v, X_INVAL, "EMULATE off with a category");
+		v.state = X_BUSY;	/* another idle-injection user */
+		break;
+	}
+	case 4: {
+		const struct chameleon_proxy_stats *st = (const void *)b;
+
+		if (st->flags)
+			fault(&v, X_INVAL, "STATS flags set");
+		if (!st->nr_cpus && st->cpus)
+			fault(&v, X_INVAL, "STATS with cpus but nr_cpus 0");
+		if (st->nr_cpus && (st->nr_cpus != nr_cpu_ids ||
+				    st->cpu_size < sizeof(struct chameleon_proxy_cpu_stats) ||
+				    st->cpu_size > sysconf(_SC_PAGESIZE) || st->cpu_size % 8))
+			fault(&v, X_INVAL, "STATS nr_cpus or cpu_size wrong");
+		else if (st->nr_cpus && st->cpus != (uintptr_t)fuzz_cpus)
+			fault(&v, X_FAULT, "STATS cpus not writable");
+		break;
+	}
+	}
+	return v;
+}
+
+/* One random call, its verdict in @v; returns its errno, 0 on success. */
+static int fuzz_one(struct verdict *v, unsigned long *cmdp)
 {
 	static const unsigned int dirs[] = { _IOC_NONE, _IOC_READ, _IOC_WRITE,
 					     _IOC_READ | _IOC_WRITE };
@@ -387,17 +585,59 @@ static int fuzz_one(void)
 		arg = _IOC_DIR(cmd) == _IOC_NONE ? 0 : (uintptr_t)fuzz_buf;
 		break;
 	}
+	arg_avail = avail_at(arg);
+	*v = judge(cmd, arg);
+	*cmdp = cmd;
 	return ioctl(fd, cmd, arg) ? errno : 0;
+}
+
+static void read_present(void)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/present", "r");
+	unsigned long lo, hi, c;
+	char sep = ',';
+
+	present = calloc(nr_cpu_ids, 1);
+	if (!f || !present) {
+		perror("/sys/devices/system/cpu/present");
+		exit(1);
+	}
+	while (sep == ',' && fscanf(f, "%lu", &lo) == 1) {
+		hi = lo;
+		if (fscanf(f, "%c", &sep) == 1 && sep == '-' &&
+		    (fscanf(f, "%lu", &hi) != 1 || fscanf(f, "%c", &sep) != 1))
+			sep = 0;
+		for (c = lo; c <= hi && c < nr_cpu_ids; c++)
+			present[c] = 1;
+	}
+	fclose(f);
+}
+
+static void print_tally(const char *what, const unsigned long *by_errno)
+{
+	int e;
+
+	printf("%s", what);
+	for (e = 0; e < 4096; e++)
+		if (by_errno[e])
+			printf(" %s=%lu", errname(e), by_errno[e]);
+	printf("\n");
 }
 
 static int cmd_fuzz(const char *n_arg, const char *seed_arg)
 {
-	unsigned long n = parse_ul(n_arg, 100000000), i, counts[4096] = { 0 };
+	unsigned long n = parse_ul(n_arg, 100000000), seed = parse_ul(seed_arg, ULONG_MAX);
+	static unsigned long must[4096], valid[4096];
+	unsigned long i, nmust = 0, nvalid = 0, bad = 0, cmd;
 	long page = sysconf(_SC_PAGESIZE);
 	unsigned char *pages;
+	struct verdict v;
 	int e;
 
-	rng_state = parse_ul(seed_arg, ULONG_MAX) * 2654435761ULL + 1;
+	/* First, so that a crash or a hang can be replayed. */
+	printf("seed=%lu\n", seed);
+	fflush(stdout);
+	rng_state = seed * 2654435761ULL + 1;
 	fuzz_buf = calloc(1, FUZZ_BUF);
 	fuzz_mask = calloc(mask_words() + 8, sizeof(*fuzz_mask));
 	fuzz_cpus_len = (size_t)(nr_cpu_ids + 2) * 4200;
@@ -415,20 +655,36 @@ static int cmd_fuzz(const char *n_arg, const char *seed_arg)
 	}
 	fuzz_edge = pages + page;
 	fuzz_hole = pages + 2 * page;
+	read_present();
 
 	for (i = 0; i < n; i++) {
-		e = fuzz_one();
-		counts[e >= 0 && e < 4096 ? e : 0]++;
+		e = fuzz_one(&v, &cmd);
+		if (e < 0 || e >= 4096)
+			e = 4095;
+		if (v.faults) {
+			nmust++;
+			must[e]++;
+		} else {
+			nvalid++;
+			valid[e]++;
+		}
+		if (v.faults ? (e == 0 || !(x_bit(e) & v.faults)) : (e && !(x_bit(e) & v.state))) {
+			if (bad++ < 20)
+				printf("wrong: call %lu cmd=%#lx (%s): %s\n", i, cmd,
+				       v.faults ? v.why : "valid", errname(e));
+		}
 	}
 	printf("calls=%lu\n", n);
-	for (e = 0; e < 4096; e++)
-		if (counts[e])
-			printf("%s=%lu\n", errname(e), counts[e]);
+	printf("must_fail=%lu\n", nmust);
+	print_tally("must_fail_by", must);
+	printf("valid=%lu succeeded=%lu\n", nvalid, valid[0]);
+	print_tally("valid_by", valid);
+	printf("wrong=%lu\n", bad);
 	/* Leave the machine as we found it. */
 	if (ioctl(fd, CHAMELEON_PROXY_IOC_RESET, 0))
 		die_ioctl("RESET");
 	printf("reset=ok\n");
-	return 0;
+	return bad ? 1 : 0;
 }
 
 int main(int argc, char **argv)
