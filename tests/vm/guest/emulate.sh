@@ -38,7 +38,8 @@ b0=$!
 spin -c 5 $LONG >/dev/null &
 b5=$!
 sleep 1
-set -- $(cpu_share 3000 $b0 $b5) || fail "cpu_share"
+shares r 3000 $b0 $b5
+set -- $r
 base0=$1 base5=$2
 kill $b0 $b5
 ok "baselines without scheduler or emulation: a spinner gets $base0 ‰ of CPU 0, $base5 ‰ of CPU 5"
@@ -57,22 +58,21 @@ scx_chameleon tag seq --level 1 --tax 0.01 >/dev/null || fail "tag seq"
 taskset 0x1 spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
 a=$!
 
-# measure SECONDS: "REP_BUSY PLAIN_BUSY A_REL P_REL SPLITS A_PM P_PM" over
-# one window: busy % of the representative and of the plain CPU (/proc/stat,
-# shown only); each spinner's CPU time in tenths of % of the window
-# (schedstat, read with the clock in one process: cpu_share), raw (_PM) and
-# relative to its CPU's baseline (_REL); splits of a's object.
+# measure SECONDS: sets M="REP_BUSY PLAIN_BUSY A_REL P_REL SPLITS A_PM P_PM"
+# over one window: busy per mille of the representative and of the plain CPU
+# (1000 - their idle time: shown only); each spinner's CPU time in per mille
+# of the window (schedstat, read with the clock and the idle counters in one
+# process: cpu_share), raw (_PM) and relative to its CPU's baseline (_REL);
+# splits of a's object. Runs in this shell (not in $( )), so that a reading
+# that fails fails the test.
 measure() {
-	r0=$(cpu_jiffies "$rep") q0=$(cpu_jiffies $plain)
 	grep "^cpu$rep " /proc/stat >/tmp/stat.a
 	s0=$(grep -c "^event  *split .*pid=$a " "$AGENT_LOG")
-	shares=$(cpu_share $(( $1 * 1000 )) $a $p) || fail "cpu_share $a $p failed"
-	set -- $shares
-	r1=$(cpu_jiffies "$rep") q1=$(cpu_jiffies $plain)
+	shares m $(( $1 * 1000 )) $a $p "cpu$rep" "cpu$plain"
+	set -- $m
 	grep "^cpu$rep " /proc/stat >/tmp/stat.b
 	s1=$(grep -c "^event  *split .*pid=$a " "$AGENT_LOG")
-	echo "$(( 100 - $(idle_pct "$r0" "$r1") )) $(( 100 - $(idle_pct "$q0" "$q1") ))" \
-		"$(( $1 * 1000 / base0 )) $(( $2 * 1000 / base5 )) $(( s1 - s0 )) $1 $2"
+	M="$(( 1000 - $3 )) $(( 1000 - $4 )) $(( $1 * 1000 / base0 )) $(( $2 * 1000 / base5 )) $(( s1 - s0 )) $1 $2"
 }
 
 # within WHAT VALUE LOW HIGH (per mille)
@@ -84,8 +84,9 @@ wait_log "^event  *fuse .*pid=$a .*cpus=[0-9]*,[0-9]* " 20000 "no level-1 fuse o
 rep=$(sed -n "s/^event  *fuse .*pid=$a .*cpus=\([0-9]*\),.*/\1/p" "$AGENT_LOG" | tail -n 1)
 [ "$rep" != $plain ] || fail "the object took the plain CPU $plain"
 sleep 2	# the module corrects each CPU's idle periods over a few 200 ms windows
-set -- $(measure 4)
-ok "level 1 on CPU $rep: representative busy $1 %, plain CPU $plain busy $2 %; schedstat: fused task $6 ‰ of the window = $3 ‰ of its baseline, plain spinner $7 ‰ = $4 ‰ of its baseline; $5 splits"
+measure 4
+set -- $M
+ok "level 1 on CPU $rep: representative busy $1 ‰, plain CPU $plain busy $2 ‰; schedstat: fused task $6 ‰ of the window = $3 ‰ of its baseline, plain spinner $7 ‰ = $4 ‰ of its baseline; $5 splits"
 scx_chameleon status | grep "^module:" | sed 's/^/   /'
 grep "^event  *split .*pid=$a " "$AGENT_LOG" | sed 's/.*reason=\([a-z]*\).*/\1/' | sort | uniq -c | sed 's/^/   splits: /'
 proxy_ctl stats | grep -E "^cpu=($rep|$plain) " | sed 's/^/   /'
@@ -101,8 +102,9 @@ scx_chameleon tag seq --level 2 --tax 0.01 >/dev/null || fail "retag seq 2"
 wait_log "^event  *fuse .*pid=$a .*cpus=[0-9]*,[0-9]*,[0-9]*,[0-9]* " 20000 "no level-2 fuse of pid $a"
 rep=$(sed -n "s/^event  *fuse .*pid=$a .*cpus=\([0-9]*\),[0-9]*,[0-9]*,[0-9]* .*/\1/p" "$AGENT_LOG" | tail -n 1)
 sleep 2
-set -- $(measure 4)
-ok "level 2 on CPU $rep: representative busy $1 %, plain CPU $plain busy $2 %; schedstat: fused task $6 ‰ = $3 ‰ of its baseline, plain spinner $7 ‰ = $4 ‰; $5 splits"
+measure 4
+set -- $M
+ok "level 2 on CPU $rep: representative busy $1 ‰, plain CPU $plain busy $2 ‰; schedstat: fused task $6 ‰ = $3 ‰ of its baseline, plain spinner $7 ‰ = $4 ‰; $5 splits"
 proxy_ctl stats | grep -E "^cpu=($rep|$plain) " | sed 's/^/   /'
 paste -d' ' /tmp/stat.a /tmp/stat.b | awk '{ printf "   /proc/stat cpu%s over the window (jiffies): user %d nice %d system %d idle %d iowait %d irq %d softirq %d\n", substr($1, 4), $13-$2, $14-$3, $15-$4, $16-$5, $17-$6, $18-$7, $19-$8 }'
 within "fused task's schedstat share (level 2, duty 100 %)" "$3" 930 1050
@@ -118,7 +120,7 @@ proxy_ctl stats | grep -q "^emulate_on=0$" || fail "emulation still on after the
 spin -c $plain 30 >/dev/null &
 p=$!
 sleep 1
-b=$(cpu_share 2000 $p)
+shares b 2000 $p
 kill $p
 [ "$b" -ge 950 ] || fail "a spinner on CPU $plain got $b ‰ after the agent exited"
 ok "agent gone: emulation off, a spinner on CPU $plain gets $b ‰"
