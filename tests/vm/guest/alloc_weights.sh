@@ -9,8 +9,14 @@
 #   b:     sjeng 4, lbm 2, astar 2, astar 2
 #   c:     sjeng 4, one astar 4, the other 2
 #   d:     astar 4, astar 4
-# Object sizes are read from `scx_chameleon status`; every object is also
-# checked against the kernel: the task runs (schedstat advances).
+# Object sizes are read from `scx_chameleon status`; at b, where all 10 CPUs
+# are in objects, each object is also checked against the kernel over one
+# window: its task on the representative status names in 80 % of the
+# samples (task_cpu, one sleeping process per task; EEVDF would put it on
+# any of the 10) and running at least 800 per mille (schedstat). The lent
+# CPUs' idle time is reported: at tax 1 a lent CPU goes back to untagged
+# work that wants it (the agent, this test's samplers: CPU 1 idled 537 per
+# mille in one run, the others 979-988).
 . /opt/chameleon/guest/lib.sh
 
 [ "$(nproc)" = 10 ] || fail "needs 10 CPUs, has $(nproc)"
@@ -73,11 +79,38 @@ spin -g /sys/fs/cgroup/sjeng $LONG >/dev/null &
 sjeng=$!
 expect_sizes "b (sjeng, weight 3, starts)" $sjeng:4 $lbm:2 $a1:2 $a2:2
 
-# The kernel agrees that all four run (their schedstat advances).
+# The kernel's side of b's four objects.
+snapshot
+lent=
 for p in $a1 $a2 $lbm $sjeng; do
-	r0=$(run_ns $p); sleep 0.3; r1=$(run_ns $p)
-	[ "$r1" -gt "$r0" ] || fail "pid $p got no CPU time in 0.3 s"
+	o=$(sed -n "s/^pid $p: .*-> \[\(.*\)\]$/\1/p" /tmp/st | tr -d ' ')
+	[ -n "$o" ] || { cat /tmp/st; fail "b: pid $p has no object in status"; }
+	eval "rep_$p=${o%%,*}"
+	lent="$lent $(echo "${o#*,}" | tr ',' ' ')"
+	task_cpu $p ${o%%,*} 20 150 >/tmp/on.$p 2>&1 &
+	eval "sampler_$p=\$!"
 done
+lent_cpus=
+for c in $lent; do lent_cpus="$lent_cpus cpu$c"; done
+shares k 3000 $a1 $a2 $lbm $sjeng $lent_cpus
+for p in $a1 $a2 $lbm $sjeng; do
+	eval "wait \$sampler_$p" || fail "b: task_cpu of pid $p failed: $(cat /tmp/on.$p)"
+done
+set -- $k
+for p in $a1 $a2 $lbm $sjeng; do
+	eval "r=\$rep_$p"
+	read on n </tmp/on.$p
+	ok "b: pid $p ran $1 ‰ of 3 s (schedstat), on its representative CPU $r in $on of $n samples (task_cpu)"
+	[ "$1" -ge 800 ] || fail "b: pid $p ran $1 ‰ of the window"
+	[ "$on" -ge $(( n * 8 / 10 )) ] || fail "b: pid $p was on its representative CPU $r in $on of $n samples"
+	shift
+done
+idles=
+for c in $lent; do
+	idles="$idles CPU $c $1 ‰,"
+	shift
+done
+ok "b: lent CPUs idle (/proc/stat):${idles%,}"
 
 kill $lbm; wait $lbm 2>/dev/null
 expect_astars "c (lbm ends)" "2 4 " $sjeng 4
