@@ -5,34 +5,65 @@
 
 use anyhow::{bail, Result};
 use std::collections::BTreeSet;
+use std::path::Path;
+
+const SYSFS_CPU: &str = "/sys/devices/system/cpu";
 
 /// Is parking (`park` true) or unparking `cpus` acceptable? `online`: the
 /// kernel's online CPUs; `parked`: parked now; `nr_cpus`: possible CPU ids.
-/// The module applies the same rules, so the policy and the module never
-/// disagree about a CPU.
+///
+/// The module's rules (chameleon_proxy.h, PARK and UNPARK), from the same
+/// facts and in the same order, so that the agent refuses what the module
+/// would and for the same reason (tests/vm/guest/park_rules.sh sends both the
+/// same requests): first the mask as a whole (empty, an id past the last,
+/// a CPU not present: EINVAL); to unpark, then any CPU not parked (EINVAL);
+/// to park, then CPU 0 (EINVAL), each CPU in ascending order (parked already
+/// or offline: EBUSY; one the kernel cannot take offline: EOPNOTSUPP), and
+/// whether a CPU is left (EINVAL).
 pub fn check(cpus: &[usize], park: bool, online: &[usize], parked: &BTreeSet<usize>, nr_cpus: usize) -> Result<()> {
-    if cpus.is_empty() {
+    check_in(Path::new(SYSFS_CPU), cpus, park, online, parked, nr_cpus)
+}
+
+/// `check` with the kernel's CPU directory at `sysfs` (a copy in tests).
+/// Present CPUs come from its `present` list (all, if it cannot be read);
+/// a CPU can be taken offline when it has an `online` file: the kernel
+/// creates one exactly for the CPUs whose device is hotpluggable, the fact
+/// the module's cpu_is_hotpluggable() reads (on x86, every CPU but 0).
+fn check_in(sysfs: &Path, cpus: &[usize], park: bool, online: &[usize], parked: &BTreeSet<usize>, nr_cpus: usize) -> Result<()> {
+    let asked: BTreeSet<usize> = cpus.iter().copied().collect();
+    if asked.is_empty() {
         bail!("no CPU given");
     }
-    for &c in cpus {
-        if c >= nr_cpus {
-            bail!("CPU {c}: this machine has CPUs 0-{}", nr_cpus - 1);
-        }
-        if park {
-            if c == 0 {
-                bail!("CPU 0 cannot be parked: the boot CPU runs what cannot move");
-            }
-            if parked.contains(&c) {
-                bail!("CPU {c} is parked already");
-            }
-            if !online.contains(&c) {
-                bail!("CPU {c} is offline");
-            }
-        } else if !parked.contains(&c) {
+    if let Some(c) = asked.iter().find(|&&c| c >= nr_cpus) {
+        bail!("CPU {c}: this machine has CPUs 0-{}", nr_cpus - 1);
+    }
+    let present = std::fs::read_to_string(sysfs.join("present"))
+        .ok()
+        .and_then(|l| scx_utils::read_cpulist(l.trim()).ok());
+    if let Some(c) = present.and_then(|p| asked.iter().copied().find(|c| !p.contains(c))) {
+        bail!("CPU {c} is not present");
+    }
+    if !park {
+        if let Some(c) = asked.iter().find(|&&c| !parked.contains(&c)) {
             bail!("CPU {c} is not parked");
         }
+        return Ok(());
     }
-    if park && !online.iter().any(|c| !parked.contains(c) && !cpus.contains(c)) {
+    if asked.contains(&0) {
+        bail!("CPU 0 cannot be parked: the boot CPU runs what cannot move");
+    }
+    for &c in &asked {
+        if parked.contains(&c) {
+            bail!("CPU {c} is parked already");
+        }
+        if !online.contains(&c) {
+            bail!("CPU {c} is offline");
+        }
+        if !sysfs.join(format!("cpu{c}/online")).exists() {
+            bail!("CPU {c} cannot be taken offline: the kernel does not allow it (no {}/cpu{c}/online)", sysfs.display());
+        }
+    }
+    if !online.iter().any(|c| !parked.contains(c) && !asked.contains(c)) {
         bail!("parking {} would leave no CPU to run on", list(cpus));
     }
     Ok(())
@@ -80,21 +111,63 @@ pub fn run_policy(prog: &libbpf_rs::ProgramMut<'_>, cpus: &[usize], park: bool) 
 mod tests {
     use super::*;
 
+    /// A CPU directory like the kernel's: `present`, and a cpuN directory
+    /// per CPU, with an `online` file for those in `hotpluggable`.
+    fn sysfs(name: &str, present: &str, nr: usize, hotpluggable: &[usize]) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("chameleon-park-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        for c in 0..nr {
+            std::fs::create_dir_all(d.join(format!("cpu{c}"))).unwrap();
+            if hotpluggable.contains(&c) {
+                std::fs::write(d.join(format!("cpu{c}/online")), "1\n").unwrap();
+            }
+        }
+        std::fs::write(d.join("present"), present).unwrap();
+        d
+    }
+
+    fn refusal(sysfs: &Path, cpus: &[usize], park: bool, online: &[usize], parked: &[usize]) -> String {
+        let parked: BTreeSet<usize> = parked.iter().copied().collect();
+        match check_in(sysfs, cpus, park, online, &parked, 4) {
+            Ok(()) => "accepted".into(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    // Whether these are the module's rules is park_rules.sh's question (it
+    // asks the module); here: the facts come from the kernel's files, and
+    // the whole request is judged before any one CPU of it.
     #[test]
-    fn refuses_what_the_module_would() {
-        let online = [0, 1, 2, 3];
-        let none = BTreeSet::new();
-        assert!(check(&[2, 3], true, &online, &none, 4).is_ok());
-        assert!(check(&[], true, &online, &none, 4).is_err());
-        assert!(check(&[0], true, &online, &none, 4).unwrap_err().to_string().contains("CPU 0"));
-        assert!(check(&[4], true, &online, &none, 4).unwrap_err().to_string().contains("0-3"));
-        assert!(check(&[3], true, &[0, 1, 2], &none, 4).unwrap_err().to_string().contains("offline"));
-        let parked: BTreeSet<usize> = [1, 2].into();
-        assert!(check(&[2], true, &online, &parked, 4).unwrap_err().to_string().contains("already"));
-        // CPU 0 stays, but it is the only one left: 1, 2 parked, 3 asked.
-        assert!(check(&[3], true, &[1, 2, 3], &parked, 4).unwrap_err().to_string().contains("no CPU"));
-        assert!(check(&[1, 2], false, &online, &parked, 4).is_ok());
-        assert!(check(&[3], false, &online, &parked, 4).unwrap_err().to_string().contains("not parked"));
+    fn goes_by_the_kernels_cpu_files() {
+        let all = [0, 1, 2, 3];
+        // CPU 2 has no online file: the kernel will not take it offline.
+        let d = sysfs("hotplug", "0-3\n", 4, &[1, 3]);
+        assert!(refusal(&d, &[2], true, &all, &[]).contains("cannot be taken offline"));
+        assert!(refusal(&d, &[2], true, &all, &[]).contains("cpu2/online"));
+        assert_eq!(refusal(&d, &[1, 3], true, &all, &[]), "accepted");
+        let d = sysfs("present", "0-2\n", 4, &[1, 2, 3]);
+        assert!(refusal(&d, &[3], true, &all, &[]).contains("not present"));
+        assert!(refusal(&d, &[3], false, &all, &[3]).contains("not present"));
+        std::fs::remove_file(d.join("present")).unwrap();
+        assert_eq!(refusal(&d, &[3], true, &all, &[]), "accepted");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn judges_the_whole_request_before_each_cpu() {
+        let all = [0, 1, 2, 3];
+        let d = sysfs("order", "0-3\n", 4, &[1, 2, 3]);
+        // 2 is parked, but an id past the last or CPU 0 in the same request
+        // is what is wrong with it, whatever the order given.
+        assert!(refusal(&d, &[2, 4], true, &all, &[2]).contains("0-3"));
+        assert!(refusal(&d, &[2, 0], true, &all, &[2]).contains("CPU 0"));
+        // 3 offline, 2 parked: the lowest first.
+        assert!(refusal(&d, &[3, 2], true, &[0, 1, 2], &[2]).contains("CPU 2 is parked"));
+        assert!(refusal(&d, &[], true, &all, &[]).contains("no CPU"));
+        assert!(refusal(&d, &[3], true, &[1, 2, 3], &[1, 2]).contains("no CPU"));
+        assert!(refusal(&d, &[1, 3], false, &all, &[1, 2]).contains("CPU 3 is not parked"));
+        assert_eq!(refusal(&d, &[2, 1], false, &all, &[1, 2]), "accepted");
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
