@@ -4,13 +4,15 @@
 # (1024) and 0-1 the slow one (512), against id order. Checked:
 #   - a tagged sequential task's object is the fast core, its representative
 #     CPU 2 (status), and the kernel runs the task there (/proc/PID/stat's
-#     processor field, sampled) while CPU 3 idles for it (/proc/stat);
+#     processor field, sampled) while CPU 3 idles for it (/proc/stat idle
+#     over a monotonic window, with the task's schedstat adding up);
 #   - a level-2 request (4 CPUs) is not granted across the two types: it
 #     gets the fast pair; with --mix-core-types it gets all four;
 #   - while fused, the representative's performance target is full and the
 #     lent CPU's none (scx_bpf_cpuperf_set);
 #   - untagged single-threaded tasks run on the fast core while it is free,
-#     also ones that never sleep (from /proc/stat);
+#     also ones that never sleep (/proc/stat idle and their schedstat over
+#     one monotonic window);
 #   - bad capacities are refused with the field named.
 . /opt/chameleon/guest/lib.sh
 TEST=hybrid
@@ -33,16 +35,21 @@ scx_chameleon tag seq --level 1 >/dev/null || fail "tag seq"
 spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
 a=$!
 wait_object $a "2, 3" "level 1"
-# Where the kernel runs it, and CPU 3's idle share (% of wall).
-# One sampling process (task_cpu), not a fork per sample (pinned_object).
-i0=$(cpu_jiffies 3 | cut -d' ' -f1) t0=$(now_ms)
-r=$(task_cpu $a 2 20 100) || fail "task_cpu $a"
-set -- $r
-on2=$1 n=$2
-idle3=$(( ($(cpu_jiffies 3 | cut -d' ' -f1) - i0) * 1000 / ($(now_ms) - t0) ))
-ok "level 1: object [2, 3]; the kernel had it on CPU 2 in $on2 of $n samples; CPU 3 idle $idle3 % of wall"
+# Where the kernel runs it, and CPUs 2-3's idle time and the task's CPU time
+# over one monotonic window (cpu_share, meanwhile). One sampling process
+# (task_cpu), not a fork per sample (pinned_object).
+task_cpu $a 2 20 100 >/tmp/task_cpu.out &
+tc=$!
+shares r 1800 cpu2 cpu3 $a
+wait $tc || fail "task_cpu $a"
+set -- $r $(cat /tmp/task_cpu.out)
+idle2=$1 idle3=$2 apm=$3 on2=$4 n=$5
+ok "level 1: object [2, 3]; the kernel had it on CPU 2 in $on2 of $n samples; CPUs 2 / 3 idle $idle2 / $idle3 ‰, the task ran $apm ‰"
 [ "$on2" -ge 18 ] || fail "the task ran on CPU 2 in only $on2 of $n samples"
-[ "$idle3" -ge 80 ] || fail "CPU 3 idle only $idle3 % while lent"
+# Nothing else runs on the fast pair: its idle and the task's time add up to
+# the pair (per mille of 2 CPUs).
+accounts_for "level 1: CPUs 2-3" $(( (idle2 + idle3) / 2 )) $(( apm / 2 ))
+[ "$idle3" -ge 800 ] || fail "CPU 3 idle only $idle3 ‰ while lent"
 # Performance targets handed to the kernel (scx_bpf_cpuperf_set; the guest
 # has no cpufreq driver to act on them, so the policy's record is read):
 # full on the fused representative, none on the CPU lent to it.
@@ -75,13 +82,15 @@ u1=$!
 usleep 200000
 taskset -p f $u0 >/dev/null && taskset -p f $u1 >/dev/null || fail "taskset -p f"
 sleep 1
-j0=$(cpu_jiffies 0) j1=$(cpu_jiffies 1) j2=$(cpu_jiffies 2) j3=$(cpu_jiffies 3)
-sleep 3
-i0=$(idle_pct "$j0" "$(cpu_jiffies 0)") i1=$(idle_pct "$j1" "$(cpu_jiffies 1)")
-i2=$(idle_pct "$j2" "$(cpu_jiffies 2)") i3=$(idle_pct "$j3" "$(cpu_jiffies 3)")
-ok "untagged spinners started on CPUs 0-1: CPUs 0-3 idle $i0 $i1 $i2 $i3 % over 3 s; now on CPUs $(awk '{ print $39 }' /proc/$u0/stat) and $(awk '{ print $39 }' /proc/$u1/stat)"
-[ "$i0" -ge 80 ] && [ "$i1" -ge 80 ] || fail "untagged load left on the slow CPUs (idle $i0 %, $i1 %)"
-[ "$i2" -le 20 ] && [ "$i3" -le 20 ] || fail "the fast CPUs idled (idle $i2 %, $i3 %)"
+shares r 3000 cpu0 cpu1 cpu2 cpu3 $u0 $u1
+set -- $r
+i0=$1 i1=$2 i2=$3 i3=$4
+ok "untagged spinners started on CPUs 0-1: CPUs 0-3 idle $i0 $i1 $i2 $i3 ‰ of 3 s; the spinners ran $5 ‰ and $6 ‰; now on CPUs $(awk '{ print $39 }' /proc/$u0/stat) and $(awk '{ print $39 }' /proc/$u1/stat)"
+# The two spinners are all that runs: the four CPUs' idle and their time
+# add up to the four CPUs (per mille of 4 CPUs).
+accounts_for "untagged: CPUs 0-3" $(( (i0 + i1 + i2 + i3) / 4 )) $(( ($5 + $6) / 4 ))
+[ "$i0" -ge 800 ] && [ "$i1" -ge 800 ] || fail "untagged load left on the slow CPUs (idle $i0 ‰, $i1 ‰)"
+[ "$i2" -le 200 ] && [ "$i3" -le 200 ] || fail "the fast CPUs idled (idle $i2 ‰, $i3 ‰)"
 end_tasks $u0 $u1
 stop_agent
 
