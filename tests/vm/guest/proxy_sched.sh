@@ -6,8 +6,9 @@
 #   device IRQ whose affinity is CPU 1 moves to the representative while it
 #   is lent, and back after;
 # - park 2-3: the scheduler stops using them at once (idle in /proc/stat
-#   while 4 spinners run), unpark gives them back; park 3 with hold-off 0
-#   takes it offline; bad park requests are refused with a reason;
+#   over a monotonic window while 4 spinners run, their schedstat adding
+#   up), unpark gives them back; park 3 with hold-off 0 takes it offline;
+#   bad park requests are refused with a reason;
 # - --emulate high: spinners on plain CPUs get about half of them (by
 #   schedstat; the exact shares are the `emulate` test's), shown in status;
 # - the agent's exit leaves nothing behind: CPUs online, emulation off, the
@@ -60,12 +61,17 @@ done
 ok "untagged: split, IRQ $irq back on 1"
 kill $a
 
-# idle_pcts: each CPU's idle % over 2 s ("i0 i1 i2 i3").
-idle_pcts() {
-	awk '/^cpu[0-9]/{ print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat >/tmp/idle.a
-	sleep 2
-	awk '/^cpu[0-9]/{ print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat >/tmp/idle.b
-	paste -d' ' /tmp/idle.a /tmp/idle.b | awk '{ d = $4 - $2; printf "%d ", d ? 100 * ($3 - $1) / d : 100 }'
+# idles VAR WHAT: VAR = each CPU's idle ‰ of the next 2 s of the monotonic
+# clock (/proc/stat idle), "i0 i1 i2 i3", once the CPUs' idle and the 4
+# spinners' CPU time (schedstat) add up to the 4 CPUs (nothing else runs;
+# per mille of 4 CPUs).
+idles() {
+	_v=$1 _w=$2
+	shares _r 2000 cpu0 cpu1 cpu2 cpu3 $spins
+	set -- $_r
+	ok "$_w: idle ‰ per CPU $1 $2 $3 $4; the 4 spinners ran $5 $6 $7 $8 ‰"
+	accounts_for "$_w: CPUs 0-3" $(( ($1 + $2 + $3 + $4) / 4 )) $(( ($5 + $6 + $7 + $8) / 4 ))
+	eval "$_v=\"$1 $2 $3 $4\""
 }
 spins=
 for i in 1 2 3 4; do spin 120 >/dev/null & spins="$spins $!"; done
@@ -74,16 +80,17 @@ out=$(scx_chameleon park 2-3 --holdoff-ms 60000) || fail "park 2-3: $out"
 echo "$out" | grep -q "^parked 2-3 in [0-9]* us (policy [0-9]* us, module [0-9]* us)" || fail "park 2-3: $out"
 scx_chameleon status | grep -q "^parked: 2-3$" || fail "status lacks parked 2-3"
 sleep 0.5
-set -- $(idle_pcts)
 ok "$out"
-ok "4 spinners, CPUs 2-3 parked: idle % per CPU $*"
-[ "$3" -ge 80 ] && [ "$4" -ge 80 ] || fail "parked CPUs 2-3 still used: idle $3% / $4%"
-[ "$1" -le 20 ] && [ "$2" -le 20 ] || fail "CPUs 0-1 idle $1% / $2% with 4 spinners"
+idles r "4 spinners, CPUs 2-3 parked"
+set -- $r
+[ "$3" -ge 800 ] && [ "$4" -ge 800 ] || fail "parked CPUs 2-3 still used: idle $3 ‰ / $4 ‰"
+[ "$1" -le 200 ] && [ "$2" -le 200 ] || fail "CPUs 0-1 idle $1 ‰ / $2 ‰ with 4 spinners"
 out=$(scx_chameleon unpark 2-3) || fail "unpark 2-3: $out"
+ok "$out"
 sleep 0.5
-set -- $(idle_pcts)
-ok "$out; idle % per CPU $*"
-[ "$3" -le 20 ] && [ "$4" -le 20 ] || fail "unparked CPUs 2-3 not used again: idle $3% / $4%"
+idles r "4 spinners, CPUs 2-3 unparked"
+set -- $r
+[ "$3" -le 200 ] && [ "$4" -le 200 ] || fail "unparked CPUs 2-3 not used again: idle $3 ‰ / $4 ‰"
 
 out=$(scx_chameleon park 3 --holdoff-ms 0) || fail "park 3: $out"
 t0=$(now_ms)
@@ -124,7 +131,8 @@ spin -c 3 60 >/dev/null &
 c=$!
 wait_log "^event  *fuse .*pid=$a .*cpus=0,1" 10000 "no fuse on [0, 1] with --emulate"
 sleep 1
-set -- $(cpu_share 2000 $b $c) || fail "cpu_share"
+shares r 2000 $b $c
+set -- $r
 ok "--emulate high: spinners on plain CPUs 2 and 3 got $1 ‰ and $2 ‰ of them (schedstat; duty 50 %)"
 scx_chameleon status | grep "emulate=" | sed 's/^/   /'
 scx_chameleon status | grep -q "^module: emulate=high " || fail "status does not show the emulation"
