@@ -8,15 +8,18 @@
 # Faults injected in turn, every 100-500 ms: CPU hotplug (any CPU but 0,
 # representatives and lent CPUs included), an RT hog for 0.5 s on CPU 0 (a
 # representative) or CPU 1 (lent to it), cgroup churn (create, tag, move a
-# task in, retag, untag, delete), the agent stopped by SIGTERM or kill -9 and
-# restarted under load, the module inserted and removed.
+# task in, retag, untag, delete), the agent stopped under load and
+# restarted, by kill -9 and by SIGTERM in turn (the loop goes on past SOAK_S
+# until each has run once), the module inserted and removed.
 # Asserted from outside the scheduler: the scheduler is ours and enabled
 # whenever an agent runs, every long-lived task keeps getting CPU time
 # (schedstat: never 5 s without progress), stress-ng finishes with a
 # successful run (no --verify: stress-ng's affinity check fails with
 # --affinity-pin under EEVDF as well), every CPU online and none lent at the
-# end, tags and objects back after each restart. tests/vm/run fails the run
-# on a sched_ext error, hung task, soft lockup, RCU stall, WARN or oops.
+# end (as the agent's status, which must answer, says), tags and objects
+# back after each restart, each fault kind run at least once. tests/vm/run
+# fails the run on a sched_ext error, hung task, soft lockup, RCU stall, WARN
+# or oops.
 . /opt/chameleon/guest/lib.sh
 
 soak_s=${SOAK_S:-60}
@@ -90,7 +93,9 @@ scx_chameleon tag t2 --level $level2 --tax 1 >/dev/null || fail "tag t2 --level 
 scx_chameleon tag t3 --level 1 --tax 100 >/dev/null || fail "tag t3"
 agent_up
 
-long=$(( soak_s + 60 ))
+# The long-lived tasks outlive the loop, which goes on past SOAK_S until
+# both stops have run (each restart ~55 s); end_tasks ends them.
+long=$(( soak_s + 600 ))
 stress-ng --aggressive -M -c "$ncpu" -f "$ncpu" --affinity 1 --affinity-delay 1 --affinity-pin \
 	--exec 1 --pipe 1 --yield 1 --switch 1 --timeout "$soak_s" >$log_dir/stress.log 2>&1 &
 stress=$!
@@ -125,9 +130,11 @@ check_progress() {
 	done
 }
 
-hotplug=0 rt=0 churn=0 restarts=0 kills=0 modules=0 steps=0 cg=0
+hotplug=0 rt=0 churn=0 restarts=0 kills=0 terms=0 modules=0 steps=0 cg=0
 end=$(( $(now_ms) + soak_s * 1000 ))
-while [ "$(now_ms)" -lt "$end" ]; do
+# Past SOAK_S only for the stops not done yet (a restart takes ~55 s of
+# TCG time under this load: a short soak has room for one).
+while [ "$(now_ms)" -lt "$end" ] || [ "$kills" = 0 ] || [ "$terms" = 0 ]; do
 	steps=$(( steps + 1 ))
 	echo "soak: step $steps (kind $(( steps % 6 ))) at $(cut -d' ' -f1 /proc/uptime) s, sched_ext $(state)"
 	# Every kind of fault in turn (under TCG a step takes seconds, and a
@@ -160,9 +167,11 @@ while [ "$(now_ms)" -lt "$end" ]; do
 			rmmod chameleon_proxy || soak_fail "rmmod failed"
 			modules=$(( modules + 1 ))
 		fi ;;
-	0)		# the agent goes away under load (SIGTERM or kill -9) and comes back
-		if [ $(( $(rnd) % 2 )) = 0 ]; then
+	0)		# the agent goes away under load and comes back: kill -9
+		# first, then SIGTERM, in turn
+		if [ $(( restarts % 2 )) = 1 ]; then
 			stop_agent
+			terms=$(( terms + 1 ))
 		else
 			kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null
 			wait_state disabled 2000 >/dev/null || soak_fail "still '$(state)' 2 s after kill -9"
@@ -195,11 +204,18 @@ still_running $watched
 check_progress
 end_tasks $watched
 sleep 1
-lent=$(scx_chameleon status | grep -o "[0-9]*:lent to [0-9]*")
+st=$(scx_chameleon status 2>&1) || soak_fail "the agent's status did not answer: $st"
+echo "$st" | grep -q "^cpus" || soak_fail "the agent's status has no CPU line: $st"
+lent=$(echo "$st" | grep -o "[0-9]*:lent to [0-9]*")
 [ -z "$lent" ] || soak_fail "CPUs still lent with no tagged task left: $lent"
 [ "$(cat /sys/devices/system/cpu/online)" = "0-$(( ncpu - 1 ))" ] ||
 	soak_fail "CPUs online at the end: $(cat /sys/devices/system/cpu/online)"
 stop_agent
-ok "soak ${soak_s} s, $steps fault steps: $hotplug hotplug ops, $rt RT bursts, $churn cgroups churned, $restarts agent restarts ($kills by kill -9), $modules module insert/remove cycles"
+ok "soak ${soak_s} s, $steps fault steps: $hotplug hotplug ops, $rt RT bursts, $churn cgroups churned, $restarts agent restarts ($kills after kill -9, $terms after SIGTERM), $modules module insert/remove cycles"
+for k in hotplug rt churn kills terms; do
+	eval "v=\$$k"
+	[ "$v" -gt 0 ] || soak_fail "fault kind '$k' never ran in $steps steps"
+done
+[ -f $ko ] && [ "$modules" = 0 ] && soak_fail "the module was never inserted and removed in $steps steps"
 ok "nothing lost: stress-ng completed successfully, $(echo $watched | wc -w) long-lived tasks never 5 s without CPU, every CPU online and none lent"
 pass
