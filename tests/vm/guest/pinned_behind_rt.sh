@@ -34,8 +34,16 @@ after=$(run_ns $p)
 restore
 repeat=$(scx_event SCX_EV_REENQ_REPEAT)
 ok "pinned task: ran $(( (after - before) / 1000000 )) ms in the second after the RT task; kernel's SCX_EV_REENQ_REPEAT: $repeat"
-[ -n "$repeat" ] || fail "no SCX_EV_REENQ_REPEAT in /sys/kernel/sched_ext/root/events"
-[ "$repeat" -le 10 ] || fail "the kernel counted $repeat repeated re-enqueues: a re-enqueued task went back into the local queue"
+# Older kernels have no such counter: there the other checks stand alone
+# (the matrix showed it absent on 6.16); from 7.1 on it must be there.
+if [ -n "$repeat" ]; then
+	[ "$repeat" -le 10 ] || fail "the kernel counted $repeat repeated re-enqueues: a re-enqueued task went back into the local queue"
+else
+	case $(uname -r) in
+	[0-6].*|7.0.*) ok "kernel $(uname -r) has no SCX_EV_REENQ_REPEAT: the re-enqueue count is not checked here" ;;
+	*) fail "no SCX_EV_REENQ_REPEAT in /sys/kernel/sched_ext/root/events on $(uname -r)" ;;
+	esac
+fi
 [ "$(state)" = enabled ] || fail "scheduler ejected: $(grep -m1 'reenqueued\|EXIT' "$AGENT_LOG")"
 [ "$after" -gt "$before" ] || fail "the pinned task did not run after the RT task"
 end_tasks $p
