@@ -48,9 +48,10 @@ set -- $r $(cat /tmp/task_cpu.out)
 idle0=$1 idle1=$2 pm=$3 on0=$4 n=$5
 ok "a: pinned to 0-1 it holds [0, 1], the other [2, 3]; the kernel had it on CPU 0 in $on0 of $n samples; CPUs 0 / 1 idle $idle0 / $idle1 ‰, the pinned task ran $pm ‰ (of one CPU)"
 [ "$on0" -ge 16 ] || fail "a: the pinned task was on CPU 0 in $on0 of $n samples"
-# CPU 0 runs the pinned task and hardly anything else: its idle and the
-# task's time add up to the window.
-accounts_for "a: CPU 0 (the representative)" $idle0 $pm
+# CPU 0 runs the pinned task and little else: its idle and the task's time
+# add up to the window, short of what this shell's forks and the agent take
+# there (944-994 ‰ in 7 runs).
+accounts_for "a: CPU 0 (the representative)" $idle0 $pm 100
 # CPU 1 is lent to the pinned task: it idles most of the time. Not all: every
 # CPU is in an object, so this shell, its samplers, the agent and kthreads
 # run on lent CPUs too (the kernel's rq_cpu_time: 268 ms of them on CPU 1 in
