@@ -1,10 +1,12 @@
 #!/bin/sh
 # The smoke subset, in one boot, for the kernel matrix (tests/run runs it on
 # every kernel of SMOKE_KVERS and on KVER): attach (and the verifier's
-# instruction count against the one recorded for this kernel), fuse (share of
-# run time clearly above 0 and at most 100 %), tax ordering (tax 0.01 fuses a
-# clearly larger share than tax 100 against a competitor on CPU 1), tags (a
-# cgroup tagged live: a task in it fuses), hotplug under load, SIGTERM.
+# instruction count against the one recorded for this kernel), fuse (alone:
+# at least 90 % of its run time by our count; by the kernel's, it runs on its
+# representative and the lent CPU idles), tax ordering (tax 0.01 fuses a
+# clearly larger share than tax 100 against a competitor pinned to CPU 1, by
+# our count and by CPU 1's idle time), tags (a cgroup tagged live: a task in
+# it fuses), hotplug under load, SIGTERM.
 # Never loads the module: it is built for the primary kernel only.
 . /opt/chameleon/guest/lib.sh
 
@@ -38,34 +40,70 @@ fused_share() {
 }
 
 # --- fuse: alone on an idle VM ------------------------------------------------
-spin -g /sys/fs/cgroup/seq 5 >/dev/null &
+# Our count (task_exit: fused share of A's run time) and the kernel's, over a
+# 3 s window while A is fused on {0,1}: A runs all the time, on CPU 0 (CPU 0's
+# idle + A's schedstat add up to the window, so A did not run elsewhere), and
+# lent CPU 1 idles (nothing but its kthreads may run there).
+spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
 a=$!
-wait $a || fail "spin failed"
+wait_log "fuse cpu=0 pid=$a .*cpus=0,1 " 5000 "pid $a did not fuse on cpus 0,1"
+pre=$(run_ns $a)
+shares r 3000 $a cpu0 cpu1
+set -- $r
+end_tasks $a
 pct=$(fused_share $a)
-ok "fuse: pid $a fused $pct% of its run time ($(task_times $a) ns run/fused)"
-grep -q "fuse cpu=0 pid=$a .*cpus=0,1 " "$AGENT_LOG" || fail "no fuse event on cpus 0,1"
+get tt task_times $a
+after=$(echo $tt | awk -v pre=$pre '{ printf "%d", $2 * 100 / ($1 - pre) }')
+ok "fuse: pid $a fused $pct% of its run time, at least $after% of it after its first fuse ($tt ns run/fused, $(( pre / 1000000 )) ms run when the fuse was seen); kernel, 3 s fused: A ran $1 ‰, CPU 0 idle $2 ‰, CPU 1 idle $3 ‰"
 [ "$pct" -le 100 ] || fail "fused $pct% of its run time: fused time > run time"
-[ "$pct" -ge 60 ] || fail "fused only $pct% (< 60%) alone on an idle VM"
+# What is not fused of A's run is its start up to its first fuse (the
+# agent's assignment round trip): 94-98 % fused of a 3-4 s run on the four
+# kernels. After the fuse A stays fused: its run time when the log showed
+# the fuse bounds the time before from above, so the share of the rest reads
+# 101-108 %. 90 % fails if a tenth of A's fused run is lost; the kernel's
+# figures (A 982-1003 ‰, lent CPU 1 idle 985-1001 ‰ measured) get the same
+# tenth.
+[ "$after" -ge 90 ] || fail "fused only $after% (< 90%) of its run after its first fuse, alone on an idle VM"
+[ "$1" -ge 900 ] || fail "fuse: A, always runnable, ran only $1 ‰ of the window"
+accounts_for "fuse: CPU 0 (A's representative)" "$2" "$1"
+[ "$3" -ge 900 ] || fail "fuse: lent CPU 1 idle only $3 ‰ of the window (A fused $pct% by our count)"
 
 # --- tax ordering: A tagged, B pinned to CPU 1 --------------------------------
+# B is always runnable on CPU 1, so CPU 1 idles only while it is lent to A:
+# the kernel's CPU 1 idle (with B's schedstat, adding up to the window) must
+# order the taxes as our fused share does.
 for tax in 100 0.01; do
 	scx_chameleon tag seq --tax $tax >/dev/null || fail "cannot set tax $tax"
-	spin -c 1 5.5 >/dev/null &
+	spin -c 1 $LONG >/dev/null &
 	b=$!
 	sleep 0.3
-	spin -g /sys/fs/cgroup/seq 5 >/dev/null &
+	spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
 	a=$!
-	wait $a || fail "A failed (tax $tax)"
-	wait $b || fail "B failed (tax $tax)"
-	grep -q "^assign pid=$a .* tax=$(printf %.2f $tax)" "$AGENT_LOG" || fail "A (pid $a) was not assigned with tax $tax"
+	wait_log "^assign pid=$a .* tax=$(printf %.2f $tax)" 5000 "A (pid $a) was not assigned with tax $tax"
+	shares r 3000 $b cpu1
+	set -- $r
+	end_tasks $a $b
 	pct=$(fused_share $a)
-	ok "tax $tax: A fused $pct% with B on CPU 1"
+	ok "tax $tax: A fused $pct% with B on CPU 1; kernel, 3 s: CPU 1 idle $2 ‰, B ran $1 ‰"
 	[ "$pct" -le 100 ] || fail "tax $tax: fused $pct% of its run time: fused time > run time"
-	eval "pct_$(echo $tax | tr . _)=$pct"
+	# CPU 1's idle reads high, about 4 ms per lend (fuse_tax): at tax
+	# 0.01, ~15 lends a second, idle + B came to 994-1062 ‰, hence 120.
+	tol=80; [ "$tax" = 0.01 ] && tol=120
+	accounts_for "tax $tax: CPU 1 (B pinned there)" "$2" "$1" $tol
+	# Lent time is idle time: our fused share and CPU 1's idle agree
+	# within 15 points (as in fuse_tax; A's life is the window and a few
+	# hundred ms before and after it).
+	d=$(( $2 / 10 - pct )); [ $d -lt 0 ] && d=$(( -d ))
+	[ "$d" -le 15 ] || fail "tax $tax: A fused $pct% by our count but CPU 1 idle $2 ‰ by /proc/stat"
+	t=$(echo $tax | tr . _)
+	eval "pct_$t=$pct idle_$t=$2"
 done
 [ "$pct_0_01" -ge $(( pct_100 + 25 )) ] ||
 	fail "tax ordering: fused $pct_0_01% at tax 0.01, not clearly above $pct_100% at tax 100"
-ok "tax ordering: $pct_100% at tax 100 < $pct_0_01% at tax 0.01"
+ok "tax ordering (our count): $pct_100% at tax 100 < $pct_0_01% at tax 0.01"
+[ "$idle_0_01" -ge $(( idle_100 + 250 )) ] ||
+	fail "tax ordering (kernel): CPU 1 idle $idle_0_01 ‰ at tax 0.01, not clearly above $idle_100 ‰ at tax 100"
+ok "tax ordering (kernel): CPU 1 idle $idle_100 ‰ at tax 100 < $idle_0_01 ‰ at tax 0.01"
 
 # --- tags: a cgroup tagged while the agent runs --------------------------------
 out=$(scx_chameleon tag live --level 1 --tax 1) || fail "tag live: $out"
