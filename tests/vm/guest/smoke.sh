@@ -72,6 +72,11 @@ accounts_for "fuse: CPU 0 (A's representative)" "$2" "$1"
 # B is always runnable on CPU 1, so CPU 1 idles only while it is lent to A:
 # the kernel's CPU 1 idle (with B's schedstat, adding up to the window) must
 # order the taxes as our fused share does.
+# The kernel's side of lending is asserted at the end (late), after tags,
+# hotplug and SIGTERM: on 6.18 and 7.0 a lent CPU 1 at tax 0.01 is neither
+# idle nor running B for most of the window (tests/run lists it as an
+# expected failure there), and the rest must still be checked on them.
+late=
 for tax in 100 0.01; do
 	scx_chameleon tag seq --tax $tax >/dev/null || fail "cannot set tax $tax"
 	spin -c 1 $LONG >/dev/null &
@@ -89,12 +94,14 @@ for tax in 100 0.01; do
 	# CPU 1's idle reads high, about 4 ms per lend (fuse_tax): at tax
 	# 0.01, ~15 lends a second, idle + B came to 994-1062 ‰, hence 120.
 	tol=80; [ "$tax" = 0.01 ] && tol=120
-	accounts_for "tax $tax: CPU 1 (B pinned there)" "$2" "$1" $tol
+	sum=$(( $1 + $2 )) d=$(( $1 + $2 - 1000 )); [ $d -lt 0 ] && d=$(( -d ))
+	[ "$d" -le "$tol" ] ||
+		late="$late; tax $tax: idle $2 ‰ + B's $1 ‰ = $sum ‰ of the window (want 1000 ± $tol)"
 	# Lent time is idle time: our fused share and CPU 1's idle agree
 	# within 15 points (as in fuse_tax; A's life is the window and a few
 	# hundred ms before and after it).
 	d=$(( $2 / 10 - pct )); [ $d -lt 0 ] && d=$(( -d ))
-	[ "$d" -le 15 ] || fail "tax $tax: A fused $pct% by our count but CPU 1 idle $2 ‰ by /proc/stat"
+	[ "$d" -le 15 ] || late="$late; tax $tax: A fused $pct% by our count but CPU 1 idle $2 ‰"
 	t=$(echo $tax | tr . _)
 	eval "pct_$t=$pct idle_$t=$2"
 done
@@ -102,8 +109,7 @@ done
 	fail "tax ordering: fused $pct_0_01% at tax 0.01, not clearly above $pct_100% at tax 100"
 ok "tax ordering (our count): $pct_100% at tax 100 < $pct_0_01% at tax 0.01"
 [ "$idle_0_01" -ge $(( idle_100 + 250 )) ] ||
-	fail "tax ordering (kernel): CPU 1 idle $idle_0_01 ‰ at tax 0.01, not clearly above $idle_100 ‰ at tax 100"
-ok "tax ordering (kernel): CPU 1 idle $idle_100 ‰ at tax 100 < $idle_0_01 ‰ at tax 0.01"
+	late="$late; tax ordering: CPU 1 idle $idle_0_01 ‰ at tax 0.01, not clearly above $idle_100 ‰ at tax 100"
 
 # --- tags: a cgroup tagged while the agent runs --------------------------------
 out=$(scx_chameleon tag live --level 1 --tax 1) || fail "tag live: $out"
@@ -135,4 +141,6 @@ ok "hotplug: cpu3 offline/online under load, still enabled, hotplug_seq $seq0 ->
 # --- SIGTERM ------------------------------------------------------------------
 stop_agent
 grep -q "event  *cpu_offline cpu=3" "$AGENT_LOG" || fail "agent saw no cpu_offline event"
+[ -z "$late" ] || fail "lent CPU 1 not idle while lent, by the kernel's accounting${late}"
+ok "the kernel's accounting of the lent CPU: idle + B add up, idle follows our fused share, tax 0.01 idles it $idle_0_01 ‰ against $idle_100 ‰ at tax 100"
 pass

@@ -11,10 +11,10 @@
  * read was off by up to 4 % under TCG.
  *
  * Idle is a share of the clock's window, never of /proc/stat's own total: with
- * NOHZ the idle field is accounted exactly (ktime at idle entry and exit),
- * while the busy fields are tick samples, and TCG loses ticks of a busy vCPU
- * (a busy CPU's total grew 94 jiffies in a 3 s window), which made an idle
- * share of the total read far too high (71 % against 47 %).
+ * NOHZ the idle field is accounted by clock (at idle entry and exit), while
+ * the busy fields are tick samples, and TCG loses ticks of a busy vCPU (a busy
+ * CPU's total grew 94 jiffies in a 3 s window), which made an idle share of
+ * the total read far too high (71 % against 47 %).
  *
  * Exit 1 (and nothing on stdout) when a task or CPU cannot be read at either
  * end: a task that ended inside the window measured something else.
