@@ -39,10 +39,11 @@ taskset -p 0x6 $x >/dev/null && taskset -p 0x6 $y >/dev/null || { restore; fail 
 spin -f 10 -c 1 -b 1000:30 $LONG >/dev/null &
 hog=$!
 usleep 500000
-longest_stall $y 14 >/tmp/stall.y &
+wait_watch $y 14000 >/tmp/stall.y &
 sy=$!
-set -- $(longest_stall $x 14)
-wait $sy
+get r wait_watch $x 14000
+wait $sy || fail "wait_watch $y"
+set -- $r
 still_running $s2 $x $y $hog
 end_tasks $hog
 restore

@@ -208,23 +208,10 @@ run_ns() {
 	cut -d' ' -f1 "/proc/$1/schedstat" 2>/dev/null || echo 0
 }
 
-# longest_stall PID SECONDS: sample the task's CPU time every 100 ms for
-# SECONDS; print "LONGEST_MS TOTAL_RUN_MS": the longest stretch in which the
-# kernel accounted it no CPU time at all, and what it got in total.
-longest_stall() {
-	pid=$1 end=$(( $(now_ms) + $2 * 1000 ))
-	last=$(run_ns "$pid") first=$last since=$(now_ms) worst=0
-	while [ "$(now_ms)" -lt "$end" ]; do
-		usleep 100000
-		cur=$(run_ns "$pid") t=$(now_ms)
-		if [ "$cur" != "$last" ]; then
-			last=$cur since=$t
-		elif [ $(( t - since )) -gt "$worst" ]; then
-			worst=$(( t - since ))
-		fi
-	done
-	echo "$worst $(( (last - first) / 1000000 ))"
-}
+# A task's waits come from wait_watch PID MS (one process sampling its
+# schedstat every 2 ms): "LONGEST_MS RUN_MS TURNS WAIT_MS GAP_MS". A shell
+# loop forking a reader per sample saw no stretch at all on busy CPUs, where
+# wait_watch found one of 500 ms.
 
 # Workloads outlive their measuring windows by far: under TCG a few guest
 # seconds of waiting can stretch past a short task's end, and a task that
