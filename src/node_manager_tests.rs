@@ -496,6 +496,41 @@ fn no_pair_idles_while_a_requester_waits() {
     }
 }
 
+#[test]
+fn extreme_weights_and_many_periods_stay_in_range() {
+    // The weight a tag may claim is a u32 (cpu.weight x 100 reaches 1,000,000,
+    // a stored tag up to 10,000): credits, shares and sort keys must hold the
+    // largest ones over many periods. tests/run builds this with overflow
+    // checks (profile hosttest), so a wrap panics here instead of reordering.
+    let mut m = manager(&[8, 8]);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let weights = [1, 10_000, 1_000_000, u32::MAX / 2, u32::MAX];
+    let mut live: Vec<i32> = Vec::new();
+    for pid in 1..=40 {
+        let req = Request { level: 1 + rng.below(3) as u32, weight: weights[rng.below(5) as usize] };
+        m.request_as(pid, req, Member { high: rng.below(4) == 0, group: rng.below(5) });
+        live.push(pid);
+    }
+    for _ in 0..5000 {
+        match rng.below(10) {
+            0 => {
+                let pid = live[rng.below(live.len() as u64) as usize];
+                m.set_awake(pid, rng.below(2) == 0);
+            }
+            1 => {
+                let pid = live[rng.below(live.len() as u64) as usize];
+                let req = Request { level: 1 + rng.below(3) as u32, weight: weights[rng.below(5) as usize] };
+                m.request_as(pid, req, Member { high: rng.below(4) == 0, group: rng.below(5) });
+            }
+            _ => {
+                m.rotate();
+            }
+        }
+        check_invariants(&m);
+    }
+    assert_eq!(m.objects().len(), 8, "16 CPUs, 40 requesters: a pair each for 8");
+}
+
 /// Objects before and after: the pids whose object changed.
 fn changed(before: &std::collections::BTreeMap<i32, crate::node_manager::Object>, m: &NodeManager) -> Vec<i32> {
     let pids: std::collections::BTreeSet<i32> = before.keys().chain(m.objects().keys()).copied().collect();

@@ -46,12 +46,6 @@ ok "spinner pinned to unparked CPU 65: $1 ‰ of 2 s, CPU 65 idle $2 ‰"
 end_tasks $p
 
 stop_agent
-# The policy's programs hold the module until the kernel frees them, an RCU
-# grace period after the agent is gone.
-t0=$(now_ms)
-until rmmod chameleon_proxy 2>/dev/null; do
-	[ $(( $(now_ms) - t0 )) -lt 30000 ] || fail "rmmod still refused 30 s after the agent exited"
-	usleep 100000
-done
+rmmod_proxy
 ok "module removed after the agent exited"
 pass

@@ -71,16 +71,16 @@ ok "the tagged task (pid $tagged) fused $storm_fuses times during the storm (eve
 [ "$storm_fuses" -gt 0 ] || storm_fail "the tagged task never fused during the storm"
 # The kernel's side, every CPU back and stress-ng still running everywhere.
 kill -0 "$load" 2>/dev/null || storm_fail "stress-ng ended before the fuse check (timeout $(( storm_s + 30 )) s)"
+# (storm_fail's diagnostics, so not until_ok)
 t0=$(now_ms)
-until echo "$(object $tagged)" | grep -q "^[0-9]*, [0-9]*$"; do
+until has_pair $tagged; do
 	[ $(( $(now_ms) - t0 )) -lt 10000 ] || storm_fail "the tagged task has no level-1 object 10 s after the storm: [$(object $tagged)]"
 	usleep 100000
 done
-o=$(object $tagged)
-lent=${o##* }
+lent=$PAIR_LENT
 shares k 2000 "$tagged" "cpu$lent"
 set -- $k
-ok "after the storm: pid $tagged on [$o] ran $1 ‰ of 2 s; its lent CPU $lent idled $2 ‰ with stress-ng runnable on every CPU"
+ok "after the storm: pid $tagged on [$PAIR_REP, $PAIR_LENT] ran $1 ‰ of 2 s; its lent CPU $lent idled $2 ‰ with stress-ng runnable on every CPU"
 [ "$2" -ge 100 ] || storm_fail "CPU $lent idled $2 ‰ with stress-ng runnable there: the object is not fused in the kernel's accounting"
 still_running "$tagged"
 wait "$load"

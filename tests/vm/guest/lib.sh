@@ -126,6 +126,35 @@ wait_object() {
 	done
 }
 
+# until_ok MS WHAT CMD...: run CMD every 50 ms until it succeeds; fail with
+# WHAT after MS ms (a liveness bound: "it happens", never "it happens fast").
+# Sets TOOK (ms).
+until_ok() {
+	_ums=$1 _uwhat=$2
+	shift 2
+	_ut0=$(now_ms)
+	until "$@"; do
+		[ $(( $(now_ms) - _ut0 )) -lt "$_ums" ] || fail "$_uwhat (after $_ums ms)"
+		usleep 50000
+	done
+	TOOK=$(( $(now_ms) - _ut0 ))
+}
+
+# rmmod_proxy: remove chameleon_proxy once the agent is gone. The policy's
+# programs hold the module until the kernel frees them, an RCU grace period
+# after the exit; 30 s at most.
+rmmod_proxy() {
+	until_ok 30000 "rmmod chameleon_proxy still refused after the agent exited (refcnt $(cat /sys/module/chameleon_proxy/refcnt 2>/dev/null))" \
+		rmmod chameleon_proxy 2>/dev/null
+}
+
+# has_pair PID: PID holds a level-1 object; sets PAIR_REP and PAIR_LENT.
+has_pair() {
+	_o=$(object "$1")
+	echo "$_o" | grep -q "^[0-9]*, [0-9]*$" || return 1
+	PAIR_REP=${_o%%,*} PAIR_LENT=${_o##* }
+}
+
 count_events() { grep -c "^event  *$1 " "$AGENT_LOG"; }
 
 # wait_log PATTERN TIMEOUT_MS WHAT: until the agent log has a line matching PATTERN.

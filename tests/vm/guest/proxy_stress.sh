@@ -32,15 +32,6 @@ irq_on() { awk -v i="$irq:" -v c=$(( $1 + 2 )) '$1 == i { print $c }' /proc/inte
 # waits on the module, the IRQ core and hotplug are liveness bounds (30 s:
 # "it happens", not "it happens fast"; the times are printed, and measured
 # with repeats in bench/liveness_times).
-until_ok() {
-	_ms=$1 _what=$2; shift 2
-	t0=$(now_ms)
-	until "$@"; do
-		[ $(( $(now_ms) - t0 )) -lt "$_ms" ] || fail "$_what (after $_ms ms)"
-		usleep 50000
-	done
-	TOOK=$(( $(now_ms) - t0 ))
-}
 # IRQ $irq's affinity is $1. The line printed first makes it interrupt: an
 # IO-APIC IRQ takes a new affinity only then (till then it shows the old).
 irq_at() { echo "   ."; [ "$(cat /proc/irq/$irq/smp_affinity_list)" = "$1" ]; }

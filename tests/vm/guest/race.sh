@@ -34,16 +34,11 @@ f1=$(fuses $a1) f2=$(fuses $a2)
 ok "during the churn: $f1 fuses of pid $a1 (steady), $f2 of pid $a2 (bursty)"
 [ "$f1" -gt 0 ] && [ "$f2" -gt 0 ] || fail "a tagged task never fused during the churn ($f1, $f2 fuse events): the churn tested nothing"
 # The last tag (level 1) stands: a1's object, and the kernel's view of it.
-t0=$(now_ms)
-until echo "$(object $a1)" | grep -q "^[0-9]*, [0-9]*$"; do
-	[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "pid $a1 has no level-1 object 5 s after the churn: [$(object $a1)]"
-	usleep 100000
-done
-o=$(object $a1)
-rep=${o%%,*} lent=${o##* }
+until_ok 5000 "pid $a1 has no level-1 object after the churn: [$(object $a1)]" has_pair $a1
+rep=$PAIR_REP lent=$PAIR_LENT
 shares k 2000 $a1 "cpu$rep" "cpu$lent"
 set -- $k
-ok "after the churn, level 1: pid $a1 on [$o] ran $1 ‰ of 2 s (schedstat); representative CPU $rep idle $2 ‰, lent CPU $lent idle $3 ‰ (/proc/stat)"
+ok "after the churn, level 1: pid $a1 on [$rep, $lent] ran $1 ‰ of 2 s (schedstat); representative CPU $rep idle $2 ‰, lent CPU $lent idle $3 ‰ (/proc/stat)"
 [ "$1" -ge 800 ] || fail "the fused task ran $1 ‰ of the window"
 [ "$3" -ge 800 ] || fail "CPU $lent, lent to pid $a1, idled $3 ‰ of the window: not lent, in the kernel's accounting"
 scx_chameleon untag seq >/dev/null || fail "untag failed"
