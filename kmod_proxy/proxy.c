@@ -132,6 +132,7 @@ static void chp_read_counts(int cpu, struct chp_counts *c)
 	c->irqs = kstat_cpu_irqs_sum(cpu);
 	c->softirqs = kstat_cpu_softirqs_sum(cpu);
 #if defined(CONFIG_X86_LOCAL_APIC) && defined(CONFIG_SMP)
+#ifndef CHP_IRQ_STAT_FIELDS
 	{
 		const unsigned int *n = per_cpu_ptr(&irq_stat, cpu)->counts;
 
@@ -140,6 +141,17 @@ static void chp_read_counts(int cpu, struct chp_counts *c)
 			  READ_ONCE(n[IRQ_COUNT_TLB]);
 		c->timers = READ_ONCE(n[IRQ_COUNT_APIC_TIMER]);
 	}
+#else
+	/* Before 7.2 irq_cpustat_t has one named field per counter (Kbuild). */
+	{
+		const irq_cpustat_t *s = per_cpu_ptr(&irq_stat, cpu);
+
+		c->ipis = READ_ONCE(s->irq_call_count) +
+			  READ_ONCE(s->irq_resched_count) +
+			  READ_ONCE(s->irq_tlb_count);
+		c->timers = READ_ONCE(s->apic_timer_irqs);
+	}
+#endif
 #else
 	c->ipis = 0;
 	c->timers = 0;
@@ -357,6 +369,16 @@ static void chp_report_applied(void)
 	}
 }
 
+static bool chp_can_set_affinity(unsigned int irq, struct irq_data *d)
+{
+#ifndef CHP_NO_IRQ_CAN_SET_AFFINITY
+	return irq_can_set_affinity(irq);
+#else
+	/* Not exported before 7.3 (Kbuild): the same test on the IRQ's data. */
+	return irqd_can_balance(d) && d->chip && d->chip->irq_set_affinity;
+#endif
+}
+
 /*
  * Copies the affinity of @irq if it is one we may move: it has a handler, is
  * not per-CPU and its chip can change its affinity (not IRQF_NOBALANCING).
@@ -378,7 +400,7 @@ static bool chp_read_irq(unsigned int irq, struct cpumask *aff, bool *managed)
 	rcu_read_lock();
 	d = irq_get_irq_data(irq);
 	ok = d && irq_has_action(irq) && !irqd_is_per_cpu(d) &&
-	     irq_can_set_affinity(irq);
+	     chp_can_set_affinity(irq, d);
 	if (ok) {
 		desc = irq_data_to_desc(d);
 		raw_spin_lock_irqsave(&desc->lock, flags);
