@@ -41,6 +41,7 @@ bench:
 
 clean:
 	scripts/in-root --bind "$(CURDIR)" -- make -s -C /usr/src/linux-headers-$$(. scripts/config.sh; echo $$KVER) M="$(CURDIR)/kmod_proxy" clean
+	rm -rf build/modules
 
 # Install the agent, the systemd unit and its flags file (kept if present),
 # and the progress header for `tax=auto` applications. BIN is the agent to

@@ -25,6 +25,8 @@ enum chameleon_consts {
 	CHAMELEON_MAX_ASSIGNED	= 8192,	/* tasks holding an object at once */
 	CHAMELEON_STEAL_SCAN	= 8,	/* other CPUs' queues one dispatch looks at */
 	CHAMELEON_CACHELINE	= 64,
+	/* A CPU's role word: (representative + 1) << CHAMELEON_ROLE_SHIFT | kind (role.h). */
+	CHAMELEON_ROLE_SHIFT	= 4,
 	/*
 	 * CHAMELEON_PROXY_ABI_VERSION of kmod_proxy/chameleon_proxy.h, which the
 	 * policy cannot include (a host test keeps the two equal).
@@ -223,11 +225,33 @@ struct chameleon_steal_order {
 	s32	cpus[CHAMELEON_MAX_CPUS];
 };
 
-/* What a CPU is doing for execution objects, readable by the agent. */
-enum chameleon_cpu_role {
-	CHAMELEON_CPU_NATIVE	= 0,
-	CHAMELEON_CPU_REP	= 1,	/* representative of a fused object */
-	CHAMELEON_CPU_BORROWED	= 2,
+/*
+ * The kind of a CPU's role word (role.h: the state machine, the word's
+ * layout), readable by the agent in .bss (cpu_roles[]).
+ */
+enum chameleon_role {
+	CHAMELEON_ROLE_NATIVE	= 0,	/* runs its own queue */
+	CHAMELEON_ROLE_FUSING	= 1,	/* a representative borrowing its CPUs */
+	CHAMELEON_ROLE_REP	= 2,	/* representative of a fused object */
+	CHAMELEON_ROLE_SPLITTING = 3,	/* a representative giving its CPUs back */
+	CHAMELEON_ROLE_LENT	= 4,	/* lent to a representative (in the word) */
+	CHAMELEON_ROLE_PARKED	= 5,	/* parked by the agent */
+};
+
+/*
+ * Broken invariants the policy found (role.bpf.c): each is a bug, and every
+ * VM test asserts that all stay zero (exported in the stats and the exit
+ * dump).
+ */
+struct chameleon_invariants {
+	u64	lent_to_non_rep;	/* a LENT CPU whose representative holds no object */
+	u64	owner_gone;		/* an object whose owner was away past the guard period */
+	u64	queue_forbidden;	/* a task waited on a CPU whose role forbids it past the bounds */
+	/*
+	 * A CPU both representative and lent cannot be counted: one word
+	 * holds one role (role.h), which the host tests prove over every
+	 * interleaving of transitions.
+	 */
 };
 
 #endif /* __CHAMELEON_INTF_H */

@@ -53,6 +53,8 @@ mod node_manager_tests;
 #[cfg(test)]
 mod policy_tests;
 #[cfg(test)]
+mod role_tests;
+#[cfg(test)]
 mod rules_tests;
 
 pub use scheduler::{Opts, Scheduler};

@@ -33,6 +33,18 @@ pub struct Metrics {
     pub busy_ms: u64,
     #[stat(desc = "events lost because the ring buffer was full")]
     pub events_dropped: u64,
+    #[stat(desc = "of which DEMAND events (a task asking for an object; it asks again)")]
+    #[serde(default)]
+    pub demand_dropped: u64,
+    #[stat(desc = "broken invariant: a CPU lent to a representative that holds no object (a policy bug)")]
+    #[serde(default)]
+    pub invariant_lent_to_non_rep: u64,
+    #[stat(desc = "broken invariant: an object whose owner stayed away past three guard periods (a policy bug)")]
+    #[serde(default)]
+    pub invariant_owner_gone: u64,
+    #[stat(desc = "broken invariant: a task waited past the wait bound on a CPU whose role forbids it (a policy bug)")]
+    #[serde(default)]
+    pub invariant_queue_forbidden: u64,
     #[stat(desc = "1 if the chameleon_proxy module is loaded")]
     pub proxy_module_loaded: u64,
     #[stat(desc = "1 if the policy calls the module's kfuncs (loaded before the scheduler)")]
@@ -106,6 +118,16 @@ impl Metrics {
             events_dropped,
             ..Default::default()
         }
+    }
+
+    /// The policy's broken-invariant counters (intf.h: lent_to_non_rep,
+    /// owner_gone, queue_forbidden) and DEMAND losses.
+    pub fn with_invariants(mut self, [lent, owner, queue]: [u64; 3], demand_dropped: u64) -> Metrics {
+        self.invariant_lent_to_non_rep = lent;
+        self.invariant_owner_gone = owner;
+        self.invariant_queue_forbidden = queue;
+        self.demand_dropped = demand_dropped;
+        self
     }
 
     /// The companion module's processor proxies and the interruptions lent

@@ -296,7 +296,12 @@ fn steal_looks_at_siblings_then_a_rotating_window() {
 fn per_cpu_state_is_cache_line_sized() {
     use crate::bpf_skel::types;
     let line = crate::bpf_intf::chameleon_consts_CHAMELEON_CACHELINE as usize;
-    assert_eq!(std::mem::size_of::<types::cpu_ctx>() % line, 0);
+    assert_eq!(std::mem::size_of::<types::cpu_role>() % line, 0);
+    assert_eq!(std::mem::size_of::<types::cpu_run>() % line, 0);
+    assert_eq!(std::mem::size_of::<types::cpu_lend>() % line, 0);
+    assert_eq!(std::mem::size_of::<types::cpu_hotplug>() % line, 0);
+    assert_eq!(std::mem::size_of::<types::cpu_release>() % line, 0);
+    assert_eq!(std::mem::size_of::<types::cpu_perf>() % line, 0);
     assert_eq!(std::mem::size_of::<types::rep_ctx>() % line, 0);
     assert_eq!(std::mem::size_of::<types::chameleon_cpu_stats>() % line, 0);
     assert_eq!(std::mem::align_of::<crate::bpf_intf::chameleon_cpu_stats>(), line);

@@ -199,21 +199,37 @@ fn live_status(skel: &BpfSkel, nr_cpus: usize, parked: Vec<usize>, module: Optio
     let bss = skel.maps.bss_data.as_ref().expect(".bss is mapped");
     let cpus = (0..nr_cpus)
         .map(|c| {
-            let (role, with) = if bss.cpu_ctxs[c].borrowed_by != 0 {
-                ("borrowed", (bss.cpu_ctxs[c].borrowed_by - 1) as i64)
-            } else if bss.reps[c].state != 0 {
-                ("rep", bss.reps[c].owner as i64)
-            } else if bss.cpu_ctxs[c].running != 0 {
-                ("native", -1)
-            } else {
-                ("idle", -1)
+            let word = bss.cpu_roles[c].word;
+            let kind = word & ((1 << crate::bpf_intf::chameleon_consts_CHAMELEON_ROLE_SHIFT) - 1);
+            let with = i64::from(word >> crate::bpf_intf::chameleon_consts_CHAMELEON_ROLE_SHIFT) - 1;
+            let (role, with) = match kind {
+                crate::bpf_intf::chameleon_role_CHAMELEON_ROLE_LENT => ("borrowed", with),
+                crate::bpf_intf::chameleon_role_CHAMELEON_ROLE_FUSING
+                | crate::bpf_intf::chameleon_role_CHAMELEON_ROLE_REP
+                | crate::bpf_intf::chameleon_role_CHAMELEON_ROLE_SPLITTING => ("rep", bss.reps[c].owner as i64),
+                crate::bpf_intf::chameleon_role_CHAMELEON_ROLE_PARKED => ("parked", -1),
+                _ if bss.cpu_runs[c].running != 0 => ("native", -1),
+                _ => ("idle", -1),
             };
-            let cc = &bss.cpu_ctxs[c];
-            let perf = (cc.perf_set != 0).then_some(cc.perf_target);
-            crate::status::CpuStatus { cpu: c, online: cc.online != 0, role: role.into(), with, perf }
+            let pf = &bss.cpu_perfs[c];
+            let perf = (pf.perf_set != 0).then_some(pf.perf_target);
+            crate::status::CpuStatus { cpu: c, online: bss.cpu_hps[c].online != 0, role: role.into(), with, perf }
         })
         .collect();
     crate::status::Live { cpus, counters: Some(totals(skel, nr_cpus)), parked, module, ..Default::default() }
+}
+
+/// The policy's broken-invariant counters (intf.h), as the summary and the
+/// "invariant broken" warning print them; all zero unless the policy has a bug.
+fn invariants_line(i: &crate::bpf_skel::types::chameleon_invariants) -> String {
+    format!(
+        "invariants lent_to_non_rep={} owner_gone={} queue_forbidden={}",
+        i.lent_to_non_rep, i.owner_gone, i.queue_forbidden
+    )
+}
+
+fn invariants_total(i: &crate::bpf_skel::types::chameleon_invariants) -> u64 {
+    i.lent_to_non_rep + i.owner_gone + i.queue_forbidden
 }
 
 /// The bytes of a plain-old-data value shared with BPF.
@@ -485,6 +501,7 @@ impl<'a> Scheduler<'a> {
         // there from the start, not a second later (a monitor reaching a
         // new agent would print a line of zeros first).
         let mut last_status = Instant::now().checked_sub(Duration::from_secs(1)).unwrap_or_else(Instant::now);
+        let mut invariants_seen = 0u64;
         let mut last_tick = Instant::now();
         let mut last_rules = Instant::now();
         while !shutdown.requested() && !uei_exited!(&self.skel, uei) {
@@ -541,8 +558,16 @@ impl<'a> Scheduler<'a> {
                 last_status = Instant::now();
                 let kfuncs = self.skel.maps.bss_data.as_ref().is_some_and(|b| b.proxy_on);
                 *module.borrow_mut() = self.proxy.as_ref().and_then(|p| p.status(kfuncs).map_err(|e| warn!("chameleon_proxy STATS: {e:#}")).ok());
-                let dropped = self.skel.maps.bss_data.as_ref().map_or(0, |b| b.nr_events_dropped);
+                let bss = self.skel.maps.bss_data.as_ref().expect(".bss is mapped");
+                let dropped = bss.nr_events_dropped;
+                // Each increase is a policy bug: said in the log, which every VM test checks.
+                let broken = invariants_total(&bss.invariants);
+                if broken > invariants_seen {
+                    warn!("invariant broken: {}", invariants_line(&bss.invariants));
+                    invariants_seen = broken;
+                }
                 let mut m = crate::metrics::Metrics::from_totals(&totals(&self.skel, self.nr_cpus), dropped)
+                    .with_invariants([bss.invariants.lent_to_non_rep, bss.invariants.owner_gone, bss.invariants.queue_forbidden], bss.nr_demand_dropped)
                     .with_module(module.borrow().as_ref())
                     .with_run_id(self.opts.run_id);
                 m.sampled_ms = crate::metrics::monotonic_ms();
@@ -566,13 +591,15 @@ impl<'a> Scheduler<'a> {
         assign.remove_status();
         let bss = self.skel.maps.bss_data.as_ref().expect(".bss is mapped");
         crate::out!(
-            "summary events={} dropped={} cpu_online={} cpu_offline={} rescued={} starved={} {}",
+            "summary events={} dropped={} demand_dropped={} cpu_online={} cpu_offline={} rescued={} starved={} {} {}",
             nr_events,
             bss.nr_events_dropped,
+            bss.nr_demand_dropped,
             bss.nr_cpu_online_events,
             bss.nr_cpu_offline_events,
             bss.nr_rescued,
             bss.nr_starved,
+            invariants_line(&bss.invariants),
             totals(&self.skel, self.nr_cpus).since(&start)
         );
 

@@ -10,6 +10,7 @@
 #include "exec_object.h"
 #include "preempt.h"
 #include "cpuperf.h"
+#include "role.h"
 
 int host_vtime_before(u64 a, u64 b) { return chameleon_vtime_before(a, b); }
 u64 host_vtime_charge(u64 delta, u64 weight) { return chameleon_vtime_charge(delta, weight); }
@@ -37,3 +38,8 @@ u64 host_local_linger(int lingers, u64 seen, u64 now, u64 hold, int *reenq)
 	return chameleon_local_linger(lingers, seen, now, hold, reenq);
 }
 u32 host_perf_target(u64 busy, u64 span) { return chameleon_perf_target(busy, span); }
+
+u32 host_role_step(u32 old, u32 ev, s32 arg) { return chameleon_role_step(old, ev, arg); }
+u32 host_role_lent(s32 rep) { return chameleon_role_lent(rep); }
+s32 host_role_with(u32 word) { return chameleon_role_with(word); }
+int host_role_lent_ok(u32 word, u32 rep_word) { return chameleon_role_lent_ok(word, rep_word); }

@@ -28,7 +28,21 @@ fail() {
 	exit 1
 }
 ok() { echo "ok: $*"; }
-pass() { echo "PASS $TEST"; exit 0; }
+# The policy's invariant counters (bpf/intf.h, struct chameleon_invariants)
+# must stay zero in every test: the agent logs "invariant broken" when one
+# grows, and its exit summary has them all.
+invariants_held() {
+	[ -f "$AGENT_LOG" ] || return 0
+	_bad=$(grep -m 1 "invariant broken" "$AGENT_LOG")
+	[ -z "$_bad" ] || fail "$_bad"
+	_sum=$(sed -n 's/.* invariants \(lent_to_non_rep=[0-9]* owner_gone=[0-9]* queue_forbidden=[0-9]*\).*/\1/p' "$AGENT_LOG" | tail -n 1)
+	case $_sum in
+	""|"lent_to_non_rep=0 owner_gone=0 queue_forbidden=0") ;;
+	*) fail "invariant broken at exit: $_sum" ;;
+	esac
+}
+
+pass() { invariants_held; echo "PASS $TEST"; exit 0; }
 
 # Milliseconds since boot (/proc/uptime has 10 ms resolution: enough here).
 now_ms() {

@@ -5,8 +5,39 @@
  * that the node manager keeps CPUs native for, and the agent told of the
  * sleep of a task that holds an object (its wake, in ops.runnable). A sleep
  * is seen in stopping(!runnable); there is no ops.quiescent (main.bpf.c).
- * Included by main.bpf.c.
+ * The tags in force live here (map `tags`, intf.h: struct chameleon_tag).
  */
+#include "chameleon.bpf.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CHAMELEON_MAX_TAGS);
+	__type(key, u64);			/* cgroup id */
+	__type(value, struct chameleon_tag);
+} tags SEC(".maps");
+
+/* A new cgroup @cgid inherits the tag in force for its parent, if it has none. */
+void tag_inherit(u64 cgid, u64 parent)
+{
+	struct chameleon_tag *tag = bpf_map_lookup_elem(&tags, &parent);
+
+	if (tag)
+		bpf_map_update_elem(&tags, &cgid, tag, BPF_NOEXIST);
+}
+
+/* A removed cgroup's tag is dropped. */
+void tag_drop(u64 cgid)
+{
+	bpf_map_delete_elem(&tags, &cgid);
+}
+
+/* The object level the tag in force for cgroup @cgid asks for (0: none). */
+u32 tag_level(u64 cgid)
+{
+	struct chameleon_tag *tag = bpf_map_lookup_elem(&tags, &cgid);
+
+	return tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
+}
 
 /*
  * The tag in force for @p may have changed (the agent rewrote tags, or the
@@ -16,8 +47,7 @@
  */
 static void retag(struct task_struct *p, struct task_ctx *tctx, u64 cgid)
 {
-	struct chameleon_tag *tag = bpf_map_lookup_elem(&tags, &cgid);
-	u32 level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
+	u32 level = tag_level(cgid);
 	s32 cpu = scx_bpf_task_cpu(p);
 
 	tctx->tags_gen = tags_gen;
@@ -31,7 +61,7 @@ static void retag(struct task_struct *p, struct task_ctx *tctx, u64 cgid)
 }
 
 /* Cheap enough for every enqueue: two compares unless something changed. */
-static void tag_check(struct task_struct *p, struct task_ctx *tctx)
+void tag_check(struct task_struct *p, struct task_ctx *tctx)
 {
 	u64 cgid = task_cgroup_id(p);
 
@@ -40,25 +70,21 @@ static void tag_check(struct task_struct *p, struct task_ctx *tctx)
 }
 
 /*
- * A tagged task without an object whose DEMAND may have been lost: events were
- * dropped (the ring buffer was full) since it last asked. It asks again, once
- * per loss, so that no task stays without its object because the agent was
- * slow once.
+ * A tagged task without an object whose DEMAND may have been lost (a DEMAND
+ * was dropped since it last asked: demand_lost()) asks again, so that no
+ * task stays without its object because the agent was slow once.
  */
-static void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx)
+void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx)
 {
-	struct chameleon_tag *tag;
-	u64 cgid = tctx->cgid;
 	u32 level;
 
-	if (tctx->demand_drops == READ_ONCE(nr_events_dropped))
+	if (!demand_lost(tctx))
 		return;
-	tag = bpf_map_lookup_elem(&tags, &cgid);
-	level = tag ? chameleon_tag_object_level(tag->level, tag->smt) : 0;
+	level = tag_level(tctx->cgid);
 	if (level)
-		emit_demand(p, tctx, scx_bpf_task_cpu(p), cgid, level);
+		emit_demand(p, tctx, scx_bpf_task_cpu(p), tctx->cgid, level);
 	else
-		tctx->demand_drops = READ_ONCE(nr_events_dropped);
+		tctx->demand_drops = READ_ONCE(nr_demand_dropped);
 }
 
 /*
@@ -70,7 +96,7 @@ static void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx)
  * task moving between CPUs is never missed, as it is by /proc/stat's
  * procs_running, which the kernel sums over the runqueues without a lock.
  */
-static void count_untagged(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+void count_untagged(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 			   bool add)
 {
 	bool want = add && !tctx->tagged && p->tgid != agent_tgid;
@@ -93,14 +119,14 @@ static void count_untagged(struct task_struct *p, struct task_ctx *tctx, s32 cpu
  * ops.quiescent: one struct_ops call less per sleep, and a task dequeued
  * for a property change while queued stays counted.
  */
-static void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 {
 	s32 pid = p->pid;
 
 	count_untagged(p, tctx, cpu, false);
 	if (!tctx->tagged || p->__state == 0 /* TASK_RUNNING: not a sleep */)
 		return;
-	if (!bpf_map_lookup_elem(&assignments, &pid))
+	if (!has_assignment(pid))
 		return;
 	tctx->sleep_told = 1;
 	emit(CHAMELEON_EV_SLEEP, cpu, p, false);

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * cgroup cpu.weight (the cpu controller's weight; systemd's CPUWeight=).
- * Included by main.bpf.c.
  *
  * A task's vtime accrues at 100 / its weight, and its weight is its own
  * (nice) weight scaled by its cgroup's cpu.weight / 100 and shared among
@@ -20,6 +19,8 @@
  * on its cgroup's count when it wakes and sleeps; none for root's tasks.
  */
 
+#include "chameleon.bpf.h"
+
 /* cgroups with the cpu controller we keep a weight for; beyond, tasks weigh their nice. */
 #define CHAMELEON_MAX_CGROUPS	16384
 
@@ -32,7 +33,7 @@ struct {
 } cg_weights SEC(".maps");
 
 /* The cgroup whose weight a task follows: 0 for root (no weight of its own). */
-static u64 weight_cgroup_id(struct cgroup *cgrp)
+u64 weight_cgroup_id(struct cgroup *cgrp)
 {
 	return cgrp && cgrp->level > 0 ? cgrp->kn->id : 0;
 }
@@ -47,7 +48,7 @@ static struct chameleon_cg_weight *cg_weight_of(u64 cgid)
  * cgroup, once. The cgroup it was counted in is kept, so that it is
  * uncounted there even if it moved since.
  */
-static void cg_count(struct task_ctx *tctx, bool on)
+void cg_count(struct task_ctx *tctx, bool on)
 {
 	struct chameleon_cg_weight *cw;
 	u64 id;
@@ -72,7 +73,7 @@ static void cg_count(struct task_ctx *tctx, bool on)
 }
 
 /* @p's weight for its vtime: its nice with its cgroup's cpu.weight. */
-static u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
+u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
 {
 	struct chameleon_cg_weight *cw = cg_weight_of(tctx->wcg);
 	s32 nr;
@@ -84,7 +85,7 @@ static u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
 }
 
 /* A cgroup with the cpu controller appears (or exists when we load). */
-static void cg_weight_init(struct cgroup *cgrp, u32 weight)
+void cg_weight_init(struct cgroup *cgrp, u32 weight)
 {
 	struct chameleon_cg_weight cw = { .weight = weight };
 	u64 id = weight_cgroup_id(cgrp);
@@ -94,7 +95,7 @@ static void cg_weight_init(struct cgroup *cgrp, u32 weight)
 		bpf_map_update_elem(&cg_weights, &id, &cw, BPF_NOEXIST);
 }
 
-void BPF_STRUCT_OPS(chameleon_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
+void cg_weight_set(struct cgroup *cgrp, u32 weight)
 {
 	struct chameleon_cg_weight *cw = cg_weight_of(weight_cgroup_id(cgrp));
 
@@ -104,8 +105,8 @@ void BPF_STRUCT_OPS(chameleon_cgroup_set_weight, struct cgroup *cgrp, u32 weight
 		cg_weight_init(cgrp, weight);
 }
 
-void BPF_STRUCT_OPS(chameleon_cgroup_move, struct task_struct *p,
-		    struct cgroup *from, struct cgroup *to)
+/* @p moved to cgroup @to: counted runnable there from now on, if it was here. */
+void cg_weight_move(struct task_struct *p, struct cgroup *to)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	bool counted;
@@ -117,4 +118,10 @@ void BPF_STRUCT_OPS(chameleon_cgroup_move, struct task_struct *p,
 	tctx->wcg = weight_cgroup_id(to);
 	if (counted)
 		cg_count(tctx, true);
+}
+
+/* A removed cgroup's weight is dropped. */
+void cg_weight_exit(u64 cgid)
+{
+	bpf_map_delete_elem(&cg_weights, &cgid);
 }

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
+ * Fast CPUs: hybrid machines' fast cores first for tasks without an object,
+ * and each CPU's performance target (below).
+ *
  * Hybrid CPUs: the fast cores first, for everyone without an object.
  *
  * On a machine whose CPUs differ in capacity (P and E cores, or the agent's
@@ -23,6 +26,8 @@
  * this runs.
  */
 
+#include "chameleon.bpf.h"
+
 /* Bit N: CPU N has the top capacity. All zero: not a hybrid machine. */
 const volatile u64 fast_cpu_bits[CHAMELEON_MAX_CPUS / 64];
 const volatile bool hybrid;
@@ -38,7 +43,7 @@ static bool cpu_is_fast(s32 cpu)
 }
 
 /* Does @p, last on @cpu, belong on a fast CPU if one idles? */
-static bool wants_fast(struct task_struct *p, s32 cpu)
+bool wants_fast(struct task_struct *p, s32 cpu)
 {
 	return hybrid && !cpu_is_fast(cpu) && !(p->flags & PF_KTHREAD) &&
 	       p->nr_cpus_allowed >= nr_cpus;
@@ -47,9 +52,9 @@ static bool wants_fast(struct task_struct *p, s32 cpu)
 /*
  * An idle fast CPU that @p may use (not withheld, nor another's
  * representative), its idle bit taken; -1 if none. Bounded like
- * pick_idle_unlent(): a lent fast CPU returned by the picker is passed over.
+ * pick_idle(): a fast CPU @p may not run on is passed over.
  */
-static s32 pick_idle_fast(struct task_struct *p)
+s32 pick_idle_fast(struct task_struct *p __arg_trusted)
 {
 	struct bpf_cpumask *fast = fast_mask;
 	s32 cpu;
@@ -61,7 +66,7 @@ static s32 pick_idle_fast(struct task_struct *p)
 		cpu = scx_bpf_pick_idle_cpu(cast_mask(fast), 0);
 		if (cpu < 0)
 			return -1;
-		if (!withheld(cpu) && !held_from(cpu, p))
+		if (may_run_on(p, cpu, PLACE_NEW))
 			return cpu;
 	}
 	return -1;
@@ -72,7 +77,7 @@ static s32 pick_idle_fast(struct task_struct *p)
  * without taking its idle bit (enqueue takes it): one candidate, rotating,
  * so that a lent fast CPU does not hide the others for good.
  */
-static bool fast_cpu_idles(struct task_struct *p)
+bool fast_cpu_idles(struct task_struct *p)
 {
 	struct bpf_cpumask *fast = fast_mask;
 	const struct cpumask *idle;
@@ -83,11 +88,11 @@ static bool fast_cpu_idles(struct task_struct *p)
 	idle = scx_bpf_get_idle_cpumask();
 	cpu = bpf_cpumask_any_and_distribute(idle, cast_mask(fast));
 	scx_bpf_put_idle_cpumask(idle);
-	return cpu_valid(cpu) && !withheld(cpu) && !held_from(cpu, p);
+	return may_run_on(p, cpu, PLACE_NEW);
 }
 
 /* chameleon_init: the fast set as a cpumask. */
-static s32 fast_init(void)
+s32 fast_init(void)
 {
 	struct bpf_cpumask *m;
 	u32 cpu;
@@ -105,4 +110,80 @@ static s32 fast_init(void)
 	if (m)
 		bpf_cpumask_release(m);
 	return 0;
+}
+
+/*
+ * Performance targets (scx_bpf_cpuperf_set): the
+ * modern form of Chameleon's Turbo Boost example. While a task is fused,
+ * its representative asks for full performance; the CPUs lent to it, which
+ * idle, ask for none; every other CPU asks for what its recent use needs,
+ * with a quarter of headroom, as schedutil would give a CFS CPU. Without
+ * this every CPU asks for full performance whatever it does (sched_ext's
+ * default target), and a fused task cannot take the power budget its idle
+ * neighbours leave.
+ *
+ * The kernel lets a scheduler set the target of the CPU whose runqueue it
+ * holds only, so each CPU sets its own: from running() and tick() (the
+ * representative, and a CPU's use) and from dispatch on a lent CPU as it
+ * idles. A CPU asks again only when its target moves by 1/16 or more.
+ * Off with --no-cpuperf.
+ */
+
+/* How far back a CPU's use is measured. */
+#define CHAMELEON_PERF_WINDOW_NS	(32ULL * 1000 * 1000)
+
+const volatile bool cpuperf_on = true;
+
+u64 nr_cpuperf_sets;	/* targets handed to the kernel */
+
+struct cpu_perf cpu_perfs[CHAMELEON_MAX_CPUS];
+
+void perf_set(s32 cpu, u32 perf)
+{
+	struct cpu_perf *cc = &cpu_perfs[CPU_IDX(cpu)];
+	u32 old = cc->perf_target;
+
+	if (!cpuperf_on || !bpf_ksym_exists(scx_bpf_cpuperf_set))
+		return;
+	if (perf != SCX_CPUPERF_ONE && perf != 0 && old != SCX_CPUPERF_ONE && old != 0 &&
+	    (perf > old ? perf - old : old - perf) < SCX_CPUPERF_ONE / 16)
+		return;
+	if (perf == old && cc->perf_set)
+		return;
+	scx_bpf_cpuperf_set(cpu, perf);
+	cc->perf_target = perf;
+	cc->perf_set = 1;
+	__sync_fetch_and_add(&nr_cpuperf_sets, 1);
+}
+
+/* From @cpu itself (its runqueue held): the target its role and use ask for. */
+void perf_update(s32 cpu, u64 now)
+{
+	struct cpu_perf *cc = &cpu_perfs[CPU_IDX(cpu)];
+	struct cpu_run *cr = cpu_run(cpu);
+	u64 busy;
+
+	if (!cpuperf_on)
+		return;
+	if (cpu_fused(cpu)) {
+		perf_set(cpu, SCX_CPUPERF_ONE);
+		return;
+	}
+	if (cpu_lent(cpu)) {
+		perf_set(cpu, 0);
+		return;
+	}
+	/* Back from lending: full performance until its use is measured. */
+	if (cc->perf_set && cc->perf_target == 0) {
+		perf_set(cpu, SCX_CPUPERF_ONE);
+		cc->perf_at = 0;
+	}
+	/* What ran here, the running task's part so far included. */
+	busy = cpu_stats[CPU_IDX(cpu)].busy_ns + (cr->running ? now - cr->curr_started : 0);
+	if (cc->perf_at && now - cc->perf_at < CHAMELEON_PERF_WINDOW_NS)
+		return;
+	if (cc->perf_at)
+		perf_set(cpu, chameleon_perf_target(busy - cc->perf_busy, now - cc->perf_at));
+	cc->perf_busy = busy;
+	cc->perf_at = now;
 }

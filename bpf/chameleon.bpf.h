@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Declarations shared by the policy's compilation units (main.bpf.c holds the
+ * ops and the design; each other .bpf.c one concept and the per-CPU state it
+ * owns). Units see each other only through what is declared here: globals
+ * and maps defined in one unit (extern here), and functions.
+ *
+ * Functions across units are of two kinds. Global ones (no `static`, not
+ * __hidden, scalar or __arg_trusted arguments, scalar result) are verified
+ * once per program that calls them rather than at every call site: the heavy
+ * ones with loops (split, the fuse, the pickers, stealing). __hidden ones are
+ * verified like static functions, at each call, and may take and return any
+ * pointer: the small accessors.
+ */
+#ifndef __CHAMELEON_BPF_H
+#define __CHAMELEON_BPF_H
+
+#include <scx/common.bpf.h>
+#include "intf.h"
+#include "vtime.h"
+#include "tax.h"
+#include "exec_object.h"
+#include "preempt.h"
+#include "cpuperf.h"
+#include "role.h"
+
+/* Set by the agent before load (main.bpf.c, exec_object.bpf.c, fast.bpf.c). */
+extern const volatile u64 slice_ns;
+extern const volatile u32 nr_cpus;	/* possible CPUs, <= CHAMELEON_MAX_CPUS */
+extern const volatile s32 agent_tgid;
+extern const volatile u64 run_id;
+extern const volatile u64 test_error_after_ns;
+extern const volatile u64 min_gran_ns;
+extern const volatile u64 lend_wait_ns;
+extern const volatile bool cpuperf_on;
+extern const volatile bool hybrid;
+extern u64 init_at;
+extern u64 tags_gen;
+
+/*
+ * The longest a task waits behind one heavier task on an ordinary queue.
+ * 200 slices: weights up to 200:1 are honoured exactly, beyond that (nice -20
+ * against nice 19 is 8668:1) the lighter task still runs once a second.
+ */
+#define CHAMELEON_WAIT_BOUND_NS	(1000ULL * 1000 * 1000)
+/* Period of the guard timer: well inside the lending bound. */
+#define CHAMELEON_GUARD_NS	(10ULL * 1000 * 1000)
+/* Well under the watchdog (timeout_ms 10 s), above any wait we mean to impose. */
+#define CHAMELEON_STARVE_NS	(1000ULL * 1000 * 1000)
+
+/*
+ * Per-CPU state, one array per concept, each entry a cache line of its own
+ * (no false sharing between CPUs), in .bss so that the agent reads it
+ * mmapped. The owner unit is named on each.
+ */
+
+/* role.bpf.c: the CPU's role word (role.h), changed only by CAS. */
+struct cpu_role {
+	u32	word;
+} __attribute__((aligned(CHAMELEON_CACHELINE)));
+
+/*
+ * queue.bpf.c: what runs on the CPU and its queue's clock; written by the
+ * CPU itself in running()/stopping()/dispatch, read by CPUs that consider
+ * borrowing it or stealing from it.
+ */
+struct cpu_run {
+	u64	vclock;		/* largest vtime started here (the CPU's clock) */
+	u64	curr_vtime;	/* vtime of the running task when it started */
+	u64	curr_started;
+	u32	curr_weight;
+	s32	curr_pid;	/* scx task running here, 0 if none */
+	u8	running;	/* an scx task runs here */
+	u8	pad[3];
+	u32	steal_start;	/* rotating start of the far steal window */
+	u32	balance_idx;	/* next CPU balance_pull() compares its queue with */
+	s32	starved_pid;	/* queued here past the wait bound: runs next (guard.bpf.c) */
+	u64	dispatched_at;	/* last ops.dispatch here, or its queue last seen empty */
+} __attribute__((aligned(CHAMELEON_CACHELINE)));
+
+/* lend.bpf.c: the CPU as a lent CPU, written by its representative and itself. */
+struct cpu_lend {
+	u64	pending_for;	/* decision seq << 32 | representative + 1 waiting for it */
+	u64	local_from;	/* its dispatch for that fuse/split began (0: not yet) */
+	u64	lend_wait_since; /* a task other than a pcpu kthread waits while lent */
+	u64	lend_block_until; /* not lent again before this (after a bound split) */
+	s32	lend_owed_by;	/* representative + 1 whose bound split gave it to its waiters */
+	u32	local_ns;	/* its own part of decision local_seq, ns */
+	u32	local_seq;
+} __attribute__((aligned(CHAMELEON_CACHELINE)));
+
+/* hotplug.bpf.c: the kernel's view of the CPU, mirrored, and its way down. */
+struct cpu_hotplug {
+	u32	online;
+	u32	drain;		/* its queue is being moved out (offline, or unserved) */
+	u32	dying;		/* offline, the kernel may still wait for it to empty */
+} __attribute__((aligned(CHAMELEON_CACHELINE)));
+
+/* preempt.bpf.c: a higher class holds the CPU. */
+struct cpu_release {
+	u64	released_at;	/* a higher class took it then, 0: ours (preempt.h) */
+	u64	local_seen_at;	/* guard: local queue unserved since (preempt.h) */
+	u32	released_kthread; /* released_at: taken by a per-CPU kthread */
+} __attribute__((aligned(CHAMELEON_CACHELINE)));
+
+/* fast.bpf.c: the performance target the CPU last asked for. */
+struct cpu_perf {
+	u32	perf_target;	/* last handed to the kernel */
+	u32	perf_set;	/* perf_target is valid */
+	u64	perf_at;	/* start of the use window */
+	u64	perf_busy;	/* busy_ns then */
+} __attribute__((aligned(CHAMELEON_CACHELINE)));
+
+/* The object a representative CPU runs fused (exec_object.bpf.c; valid while REP). */
+struct rep_ctx {
+	u32	nr_cpus;		/* fused CPUs, cpus[0] = this CPU */
+	u32	nr_requested;		/* CPUs of the whole object */
+	u32	reason;			/* of the last split */
+	s32	owner;			/* pid of the fused task */
+	u32	seq;			/* of the decision (fuse or split) in flight */
+	u32	pending_kind;		/* event to emit when pending drains */
+	u32	flags;			/* enum chameleon_assign_flags of the object */
+	u32	generation;		/* of the assignment it was fused from */
+	u64	pending;		/* seq << 32 | positions not yet idle / back */
+	u32	tax;			/* hundredths, refreshed from the assignment */
+	u32	pad;
+	u64	owner_cgid;
+	u64	decision_at;		/* of the fuse or split in flight */
+	u64	decision_cost;
+	u64	fused_at;
+	u64	split_at;
+	u64	split_fused_ns;		/* how long the object the last split ended lived */
+	u64	charged_until;		/* tax charged up to here */
+	u64	owner_off_at;		/* the owner stopped, runnable (0: it runs) */
+	s32	cpus[CHAMELEON_OBJ_MAX_CPUS];
+} __attribute__((aligned(CHAMELEON_CACHELINE)));
+
+extern struct cpu_role cpu_roles[CHAMELEON_MAX_CPUS];
+extern struct cpu_run cpu_runs[CHAMELEON_MAX_CPUS];
+extern struct cpu_lend cpu_lends[CHAMELEON_MAX_CPUS];
+extern struct cpu_hotplug cpu_hps[CHAMELEON_MAX_CPUS];
+extern struct cpu_release cpu_releases[CHAMELEON_MAX_CPUS];
+extern struct cpu_perf cpu_perfs[CHAMELEON_MAX_CPUS];
+extern struct rep_ctx reps[CHAMELEON_MAX_CPUS];
+extern struct chameleon_cpu_stats cpu_stats[CHAMELEON_MAX_CPUS];
+extern struct chameleon_invariants invariants;
+
+/* Counters the agent reads (each defined by the unit named). */
+extern u64 nr_cpu_online_events, nr_cpu_offline_events;	/* main */
+extern u64 nr_events_dropped, nr_demand_dropped;		/* events */
+extern u32 nr_to_drain;						/* hotplug */
+extern u64 nr_rescued;						/* hotplug */
+extern u64 nr_starved;						/* guard */
+extern u32 nr_parked;						/* park */
+extern bool proxy_on;						/* exec_object */
+
+struct task_ctx {
+	u64	started_at;	/* when it last started running */
+	s32	vcpu;		/* CPU whose clock p->scx.dsq_vtime refers to */
+	u8	tagged;		/* its cgroup has a tag: it may get an object */
+	u8	sleep_told;	/* the agent was told it sleeps: tell it the wake */
+	u8	counted;	/* in cpu_stats[].nr_untagged (count_untagged) */
+	u8	wake_idle;	/* select_cpu claimed its idle CPU, enqueue hands it over */
+	u32	assign_gen;	/* generation of the object vruntimes[] refer to */
+	s32	fused_rep;	/* representative + 1 it last fused on, 0 if none */
+	/*
+	 * CPU + 1 whose queue the guard is moving it to (move_queued), its
+	 * vtime already on that CPU's clock; 0 otherwise.
+	 */
+	s32	moving_to;
+	u32	pad;
+	u64	cgid;		/* leaf cgroup whose tag it follows */
+	u64	tags_gen;	/* tags_gen when its tag was last read */
+	u64	demand_drops;	/* nr_demand_dropped when it last asked (redemand) */
+	u64	demand_at;	/* when it last asked */
+	u64	run_ns;
+	u64	fused_ns;
+	u64	resume_lag;	/* vtime lent to queue it in front after a kthread's turn (preempt.h) */
+	u64	wcg;		/* cgroup whose cpu.weight it follows, 0: none (weight.bpf.c) */
+	u64	wcounted;	/* cgroup it is counted runnable in, 0: none */
+	/* Virtual threads: its place in the queue of each CPU of its object. */
+	u64	vruntimes[CHAMELEON_OBJ_MAX_CPUS];
+};
+
+/*
+ * Index of a per-CPU array. Callers have checked cpu_valid(); the mask makes
+ * the bound obvious to the verifier whatever the compiler did to the check.
+ */
+#define CPU_IDX(cpu)	cpu_idx(cpu)
+_Static_assert((CHAMELEON_MAX_CPUS & (CHAMELEON_MAX_CPUS - 1)) == 0,
+	       "CPU_IDX() needs a power-of-two CHAMELEON_MAX_CPUS");
+
+static __always_inline u32 cpu_idx(s32 cpu)
+{
+	u32 idx = cpu;
+
+	/* Keep clang from dropping the mask as redundant with cpu_valid(). */
+	barrier_var(idx);
+	return idx & (CHAMELEON_MAX_CPUS - 1);
+}
+
+/* The verifier needs the bound check; CPU ids beyond the arrays are refused. */
+static __always_inline bool cpu_valid(s32 cpu)
+{
+	return cpu >= 0 && cpu < CHAMELEON_MAX_CPUS && cpu < nr_cpus;
+}
+
+static __always_inline struct cpu_run *cpu_run(s32 cpu)
+{
+	return &cpu_runs[CPU_IDX(cpu)];
+}
+
+static __always_inline struct cpu_lend *cpu_lend(s32 cpu)
+{
+	return &cpu_lends[CPU_IDX(cpu)];
+}
+
+static __always_inline bool cpu_online(s32 cpu)
+{
+	return cpu_valid(cpu) && READ_ONCE(cpu_hps[CPU_IDX(cpu)].online);
+}
+
+static __always_inline struct rep_ctx *rep_ctx(s32 cpu)
+{
+	return cpu_valid(cpu) ? &reps[CPU_IDX(cpu)] : NULL;
+}
+
+/* Counters of the CPU doing the work: only that CPU writes them. */
+static __always_inline struct chameleon_cpu_stats *stats_here(void)
+{
+	u32 cpu = bpf_get_smp_processor_id();
+
+	return cpu < CHAMELEON_MAX_CPUS ? &cpu_stats[CPU_IDX(cpu)] : NULL;
+}
+
+/* Kernel work that can run nowhere else: a lent CPU still runs it. */
+static __always_inline bool is_pcpu_kthread(struct task_struct *p)
+{
+	return (p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1;
+}
+
+/* Could @p run on some other CPU than the one it is on? */
+static __always_inline bool task_movable(struct task_struct *p)
+{
+	return p->nr_cpus_allowed > 1;
+}
+
+/*
+ * A task's own (leaf) cgroup. Tags follow it, not the nearest cgroup with the
+ * cpu controller that the kernel passes to the cgroup ops. Plain loads
+ * through the task's BTF pointer (ops run under RCU), not BPF_CORE_READ()'s
+ * probe-read calls: this runs on every wakeup and enqueue.
+ */
+static __always_inline u64 task_cgroup_id(struct task_struct *p)
+{
+	return p->cgroups->dfl_cgrp->kn->id;
+}
+
+/*
+ * An object position, masked where the verifier sees it: bpf_for's bound is
+ * compiled as (i - 1) <= 6, and verifiers before 7.0 do not carry that back
+ * to i. barrier_var() keeps clang from dropping the mask as redundant.
+ */
+static __always_inline u32 obj_idx(u32 i)
+{
+	barrier_var(i);
+	return i & (CHAMELEON_OBJ_MAX_CPUS - 1);
+}
+
+/*
+ * Walk the lent positions of an object: i = 1 .. nr - 1 with c = cpus[i],
+ * skipping invalid CPU ids. bpf_for keeps the loop bounded for the verifier.
+ */
+#define for_each_lent(i, c, cpus, nr)					\
+	bpf_for(i, 1, CHAMELEON_OBJ_MAX_CPUS)				\
+		if ((i) = obj_idx(i), (i) < (nr) && cpu_valid((c) = (cpus)[i]))
+
+/* ---- role.bpf.c: the role word and the one placement rule ---- */
+
+static __always_inline u32 role_word(s32 cpu)
+{
+	return READ_ONCE(cpu_roles[CPU_IDX(cpu)].word);
+}
+
+static __always_inline u32 role_kind(s32 cpu)
+{
+	return chameleon_role_kind(role_word(cpu));
+}
+
+/* Lent to an object (the representative it is lent to: lent_to()). */
+static __always_inline bool cpu_lent(s32 cpu)
+{
+	return cpu_valid(cpu) && role_kind(cpu) == CHAMELEON_ROLE_LENT;
+}
+
+static __always_inline s32 lent_to(s32 cpu)
+{
+	return chameleon_role_with(role_word(cpu));
+}
+
+static __always_inline bool cpu_parked(s32 cpu)
+{
+	return cpu_valid(cpu) && role_kind(cpu) == CHAMELEON_ROLE_PARKED;
+}
+
+/* The representative of a fused object. */
+static __always_inline bool cpu_fused(s32 cpu)
+{
+	return cpu_valid(cpu) && role_kind(cpu) == CHAMELEON_ROLE_REP;
+}
+
+bool role_cas(s32 cpu, u32 ev, s32 arg);
+s32 pick_idle(struct task_struct *p __arg_trusted);
+s32 pick_other(struct task_struct *p __arg_trusted, s32 cpu);
+bool kwork_lent(s32 cpu) __hidden;
+bool cpu_released(s32 cpu) __hidden;
+
+/*
+ * Who lent @cpu runs: per-CPU kthreads bound to it (work a processor proxy
+ * would take over), and any kthread on a kernel-work context; the rest waits
+ * or is moved. One rule for dispatch, enqueue and running(): a kthread that
+ * dispatch let in and running() preempted at once would come back to the
+ * same queue for ever.
+ */
+static __always_inline bool lent_cpu_runs(s32 cpu, struct task_struct *p)
+{
+	return is_pcpu_kthread(p) || ((p->flags & PF_KTHREAD) && kwork_lent(cpu));
+}
+
+/* Why a task is placed, for may_run_on(): the rules differ only by that. */
+enum chameleon_place {
+	PLACE_NEW	= 0,	/* a CPU to put it on now (idle search, a move) */
+	PLACE_STAY	= 1,	/* the CPU it is queued on keeps it */
+};
+
+/*
+ * The one placement rule: may @p run on @cpu now (@why: enum
+ * chameleon_place)? role.bpf.c says who each role runs.
+ */
+static __always_inline bool may_run_on(struct task_struct *p, s32 cpu, u32 why)
+{
+	if (!cpu_valid(cpu) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return false;
+	if (why == PLACE_NEW && (!cpu_online(cpu) || cpu_released(cpu)))
+		return false;
+	switch (role_kind(cpu)) {
+	case CHAMELEON_ROLE_REP:
+		return (p->flags & PF_KTHREAD) || READ_ONCE(reps[CPU_IDX(cpu)].owner) == p->pid;
+	case CHAMELEON_ROLE_LENT:
+		return lent_cpu_runs(cpu, p);
+	case CHAMELEON_ROLE_PARKED:
+		return !task_movable(p);
+	}
+	return true;
+}
+
+/* ---- main.bpf.c ---- */
+struct task_ctx *task_ctx(struct task_struct *p) __hidden;
+
+/* ---- queue.bpf.c ---- */
+struct chameleon_steal_order *steal_order(s32 cpu) __hidden;
+void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu) __hidden;
+u64 queue_vtime(s32 cpu, u64 vtime) __hidden;
+void repay_resume_lag(struct task_struct *p, struct task_ctx *tctx) __hidden;
+int steal(s32 cpu);
+int balance_pull(s32 cpu, u64 mine);
+bool keep_prev(s32 cpu, struct task_struct *prev, bool held) __hidden;
+bool owner_next(s32 cpu, u64 vtime) __hidden;
+
+/* ---- exec_object.bpf.c ---- */
+int split(s32 rep, u32 reason);
+void split_owned(struct task_ctx *tctx, s32 pid, u32 reason) __hidden;
+bool assignment_of(struct task_struct *p, struct chameleon_assignment *a) __hidden;
+bool has_assignment(s32 pid) __hidden;
+s32 task_rep(struct task_struct *p, struct task_ctx *tctx) __hidden;
+int object_running(struct task_struct *p __arg_trusted, s32 cpu);
+u32 borrowable(struct task_ctx *tctx, struct chameleon_assignment *a, s32 rep, u64 now);
+int try_fuse(struct task_struct *p __arg_trusted, struct task_ctx *tctx,
+	     struct chameleon_assignment *a, s32 cpu, u64 t0);
+int object_tick(struct task_struct *p __arg_trusted, s32 cpu);
+int place_vthreads(struct task_ctx *tctx, struct chameleon_assignment *a);
+int charge_tax(struct task_struct *p __arg_trusted, struct task_ctx *tctx, s32 cpu, u64 now);
+void proxy_check_abi(void) __hidden;
+int proxy_reclaim(s32 cpu);
+
+/* ---- lend.bpf.c ---- */
+int waiter_on_lent(s32 cpu, struct task_struct *waiter __arg_trusted);
+int dispatch_lent(s32 cpu);
+s32 kwork_sibling(s32 cpu) __hidden;
+void pending_dispatched(s32 cpu, u64 t0, bool dispatched) __hidden;
+void pending_switched(s32 cpu, bool stopping) __hidden;
+void lend_owed_served(s32 cpu, struct task_struct *p) __hidden;
+int lend_due(s32 rep, u64 now, u64 bound_ns);
+int waiter_due(s32 rep, struct task_ctx *owner, u64 now);
+u32 begin_decision(s32 rep, u64 now);
+int publish_pending(s32 rep, u32 pending, u64 kick_flags, u32 seq);
+int emit_object(s32 rep, u64 latency, u32 flags, u32 seq);
+
+/* ---- guard.bpf.c ---- */
+enum chameleon_move {
+	MOVE_FORBIDDEN	= 0,	/* tasks the CPU's role does not let run there */
+	MOVE_ALL	= 1,	/* every task (the CPU does not serve its queue) */
+};
+u32 move_queue(s32 cpu, u32 mode);
+int guard_queue(s32 cpu, u64 now);
+int guard_object(s32 cpu, u64 now);
+int starve_check(s32 cpu, u64 now, u64 now_j);
+s32 guard_start(void) __hidden;
+bool dispatch_starved(s32 cpu) __hidden;
+u64 jiffies_to_ns(u64 j) __hidden;
+
+/* ---- hotplug.bpf.c ---- */
+void hotplug_cpu_gone(s32 cpu) __hidden;
+void hotplug_cpu_back(s32 cpu) __hidden;
+int hotplug_guard(u64 now);
+
+/* ---- park.bpf.c ---- */
+bool dispatch_parked(s32 cpu) __hidden;
+
+/* ---- preempt.bpf.c ---- */
+int kthread_holds(s32 cpu);
+u64 resume_vtime(s32 cpu, u64 vtime);
+void preempt_release(s32 cpu, struct task_struct *next) __hidden;
+void preempt_acquire(s32 cpu) __hidden;
+u64 released_at(s32 cpu) __hidden;
+
+/* ---- weight.bpf.c ---- */
+u64 weight_cgroup_id(struct cgroup *cgrp) __hidden;
+void cg_count(struct task_ctx *tctx, bool on) __hidden;
+u64 task_weight(struct task_struct *p, struct task_ctx *tctx) __hidden;
+void cg_weight_init(struct cgroup *cgrp, u32 weight) __hidden;
+void cg_weight_set(struct cgroup *cgrp, u32 weight) __hidden;
+void cg_weight_move(struct task_struct *p, struct cgroup *to) __hidden;
+void cg_weight_exit(u64 cgid) __hidden;
+
+/* ---- fast.bpf.c: hybrid CPUs and performance targets ---- */
+bool wants_fast(struct task_struct *p, s32 cpu) __hidden;
+s32 pick_idle_fast(struct task_struct *p __arg_trusted);
+bool fast_cpu_idles(struct task_struct *p) __hidden;
+s32 fast_init(void) __hidden;
+void perf_set(s32 cpu, u32 perf) __hidden;
+void perf_update(s32 cpu, u64 now) __hidden;
+extern u64 nr_fast_moves;
+
+/* ---- events.bpf.c ---- */
+/* A task whose DEMAND may have been lost asks again at most this often. */
+#define CHAMELEON_REDEMAND_NS	(20ULL * 1000 * 1000)
+struct chameleon_event *event_reserve(u32 kind, s32 cpu) __hidden;
+void event_submit(struct chameleon_event *ev, bool urgent) __hidden;
+void emit(u32 kind, s32 cpu, struct task_struct *p, bool urgent) __hidden;
+void emit_demand(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 cgid,
+		 u32 level) __hidden;
+void emit_exit(struct task_struct *p, s32 cpu, u64 run_ns, u64 fused_ns) __hidden;
+bool demand_lost(struct task_ctx *tctx) __hidden;
+void events_wake_agent(void) __hidden;
+
+/* ---- wake.bpf.c ---- */
+void tag_check(struct task_struct *p, struct task_ctx *tctx) __hidden;
+void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx) __hidden;
+void count_untagged(struct task_struct *p, struct task_ctx *tctx, s32 cpu, bool add) __hidden;
+void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu) __hidden;
+u32 tag_level(u64 cgid) __hidden;
+void tag_inherit(u64 cgid, u64 parent) __hidden;
+void tag_drop(u64 cgid) __hidden;
+
+/* ---- dump.bpf.c ---- */
+void dump_all(void) __hidden;
+void dump_one_cpu(s32 cpu, bool idle) __hidden;
+void dump_one_task(struct task_struct *p) __hidden;
+
+#endif /* __CHAMELEON_BPF_H */

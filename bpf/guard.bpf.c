@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The guard timer: every CHAMELEON_GUARD_NS, whatever runs where, it enforces
+ * the bounds that no hook of the CPUs concerned may be there to enforce (an
+ * RT task holds them, the owner of an object stopped), keeps the CPUs of a
+ * fused object its owner's, and counts broken invariants. Off the scheduling
+ * path, so a walk of the CPUs is fine here.
+ *
+ * The last line of the bounded-wait guarantee is here too: a task that has
+ * waited in a queue for CHAMELEON_STARVE_NS runs next on that CPU, whatever
+ * its vtime. The vtime cap bounds how far ahead of a CPU's clock a task is
+ * placed, but the clock advances only as the tasks ahead of it run, and every
+ * task that wakes or is forked is placed just behind the clock, ahead of it:
+ * under a stream of new tasks a light task at the cap would wait for as long
+ * as the stream lasts. The guard looks at the tail of each CPU's queue (the
+ * largest vtime, where a starved light task ends up) and, if it has been
+ * runnable for longer than the bound by the kernel's own account
+ * (p->scx.runnable_at, what the watchdog reads), names it; that CPU's next
+ * dispatch moves that one task to its local queue first.
+ */
+#include "chameleon.bpf.h"
+
+#ifndef CLOCK_MONOTONIC
+#define CLOCK_MONOTONIC	1
+#endif
+
+extern unsigned long CONFIG_HZ __kconfig __weak;
+
+struct guard {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct guard);
+} guard_timer SEC(".maps");
+
+u64 nr_starved;		/* tasks served out of vtime order by dispatch_starved */
+
+u64 jiffies_to_ns(u64 j)
+{
+	u64 hz = CONFIG_HZ ?: 250;
+
+	return j * (1000ULL * 1000 * 1000 / hz);
+}
+
+/*
+ * Name a starved tail task of CPU @c's queue. On a lent CPU the lending
+ * bound serves its waiters instead; the kernel's account of the tail's wait
+ * backs up our record of when that wait began, so that a wait one path
+ * failed to record still ends the lend (exec_object.h). A tail that waited
+ * past the bound on a CPU whose role does not let it run there is a broken
+ * invariant: the moves and drains should have taken it elsewhere.
+ */
+int starve_check(s32 c, u64 now, u64 now_j)
+{
+	struct task_struct *p;
+	struct cpu_run *cr;
+	bool lent;
+
+	if (!cpu_valid(c))
+		return 0;
+	cr = cpu_run(c);
+	lent = cpu_lent(c);
+	/*
+	 * Named and not yet served: kick again. Only that CPU's own dispatch
+	 * serves the named task, and a kick that found it busy, or one lost to
+	 * hotplug, would otherwise be the last.
+	 */
+	if (READ_ONCE(cr->starved_pid) && !lent)
+		scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
+	if (chameleon_guard_skips(scx_bpf_dsq_nr_queued(c), cr->starved_pid, lent))
+		return 0;
+	/* Outside ops, older kernels want the DSQ walked under RCU. */
+	bpf_rcu_read_lock();
+	bpf_for_each(scx_dsq, p, c, SCX_DSQ_ITER_REV) {
+		u64 waited = jiffies_to_ns(now_j - BPF_CORE_READ(p, scx.runnable_at));
+
+		if (waited > CHAMELEON_STARVE_NS && !may_run_on(p, c, PLACE_STAY))
+			__sync_fetch_and_add(&invariants.queue_forbidden, 1);
+		if (lent) {
+			struct cpu_lend *cl = cpu_lend(c);
+
+			if (!lent_cpu_runs(c, p))
+				WRITE_ONCE(cl->lend_wait_since,
+					   chameleon_lend_wait_start(now, cl->lend_wait_since, waited));
+		} else if (waited > CHAMELEON_STARVE_NS) {
+			WRITE_ONCE(cr->starved_pid, p->pid);
+			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
+		}
+		break;
+	}
+	bpf_rcu_read_unlock();
+	return 0;
+}
+
+/* From ops.dispatch on @cpu: run the task the guard named, if still queued here. */
+bool dispatch_starved(s32 cpu)
+{
+	struct cpu_run *cr = cpu_run(cpu);
+	struct task_struct *p;
+	s32 pid = READ_ONCE(cr->starved_pid);
+	bool moved = false;
+
+	if (!pid)
+		return false;
+	WRITE_ONCE(cr->starved_pid, 0);
+	bpf_for_each(scx_dsq, p, cpu, SCX_DSQ_ITER_REV) {
+		if (p->pid != pid)
+			continue;
+		moved = scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0);
+		break;
+	}
+	if (moved)
+		__sync_fetch_and_add(&nr_starved, 1);
+	return moved;
+}
+
+/*
+ * How long the owner of a fused object has not been running on it: since
+ * it last stopped there still runnable (an injected idle period, a slice
+ * end), or since the fuse if it never stopped.
+ */
+static u64 owner_away_ns(struct rep_ctx *rc, u64 now)
+{
+	u64 since = rc->owner_off_at;
+
+	if (!since || chameleon_vtime_before(since, rc->fused_at))
+		since = rc->fused_at;
+	return now - since;
+}
+
+/* Tasks one guard run moves from one queue: the walk stays short. */
+#define CHAMELEON_GUARD_MOVES	8
+
+/*
+ * Move queued @p (the iterator @it stands on it) to @to's queue, its vtime
+ * rebased to @to's clock and placed as enqueue would place it; wake @to.
+ */
+static bool move_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s32 to)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	u64 vtime;
+
+	if (!tctx || !cpu_valid(to))
+		return false;
+	vtime = cpu_valid(tctx->vcpu) ?
+		chameleon_vtime_rebase(p->scx.dsq_vtime, cpu_run(tctx->vcpu)->vclock,
+				       cpu_run(to)->vclock) :
+		cpu_run(to)->vclock;
+	/*
+	 * Once moved, @to may run it before this CPU gets on: running() must
+	 * find it rebased already (moving_to), not rebase it a second time.
+	 */
+	WRITE_ONCE(tctx->moving_to, to + 1);
+	scx_bpf_dsq_move_set_vtime(it, queue_vtime(to, vtime));
+	if (!scx_bpf_dsq_move_vtime(it, p, to, 0)) {
+		WRITE_ONCE(tctx->moving_to, 0);
+		return false;
+	}
+	tctx->vcpu = to;
+	WRITE_ONCE(tctx->moving_to, 0);
+	scx_bpf_kick_cpu(to, SCX_KICK_IDLE);
+	return true;
+}
+
+/*
+ * Move tasks out of @cpu's queue, at most CHAMELEON_GUARD_MOVES (bounded
+ * walk). MOVE_FORBIDDEN: the movable tasks its role does not let run there
+ * (may_run_on), to another CPU they may run on (pick_other); on a
+ * representative all but its owner and kthreads, on a lent CPU all but the
+ * kthreads it serves, on a parked CPU all that may run elsewhere. MOVE_ALL
+ * (the drains: the CPU does not serve its queue): every task, the movable
+ * ones to another CPU, and what has nowhere else to go (or nowhere now) to
+ * the kernel's global queue, which the CPU itself consumes when it runs
+ * again. Returns how many it moved.
+ */
+u32 move_queue(s32 cpu, u32 mode)
+{
+	struct task_struct *p, *t;
+	u32 moved = 0;
+	s32 to;
+
+	/* A timer is no RCU section of itself; kernels before 7.0 want one here. */
+	bpf_rcu_read_lock();
+	bpf_for_each(scx_dsq, p, cpu, 0) {
+		if (moved >= CHAMELEON_GUARD_MOVES)
+			break;
+		if (mode == MOVE_FORBIDDEN &&
+		    (!task_movable(p) || may_run_on(p, cpu, PLACE_STAY)))
+			continue;
+		to = -1;
+		if (task_movable(p)) {
+			/* pick_other() wants a trusted task: this one, by pid. */
+			t = bpf_task_from_pid(p->pid);
+			if (t) {
+				to = pick_other(t, cpu);
+				bpf_task_release(t);
+			}
+		}
+		if (to >= 0 && move_queued(BPF_FOR_EACH_ITER, p, to))
+			moved++;
+		else if (mode == MOVE_ALL &&
+			 scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_GLOBAL, 0))
+			moved++;
+	}
+	bpf_rcu_read_unlock();
+	return moved;
+}
+
+/*
+ * Keep fused objects' CPUs their owners'. Tasks queued on a representative
+ * (there before the fuse, or with nowhere else to go then) would each take it
+ * in their vtime turn and end the object: they go elsewhere. Waiters on a
+ * lent CPU that reached the lending bound and may run elsewhere go there too,
+ * instead of splitting the object: what the bound promises them is to run,
+ * not to run there. A waiter that can run on the lent CPU only still splits
+ * it (lend_due, after this). Parked CPUs' queues are emptied the same way.
+ */
+int guard_queue(s32 cpu, u64 now)
+{
+	u32 kind;
+
+	if (!cpu_valid(cpu))
+		return 0;
+	kind = role_kind(cpu);
+	if (!scx_bpf_dsq_nr_queued(cpu)) {
+		/*
+		 * A lent CPU's waiters all gone: the next one starts a new
+		 * wait, not the old one's, which the tick would find due at
+		 * once.
+		 */
+		if (kind == CHAMELEON_ROLE_LENT && cpu_lend(cpu)->lend_wait_since)
+			WRITE_ONCE(cpu_lend(cpu)->lend_wait_since, 0);
+		return 0;
+	}
+	if (kind == CHAMELEON_ROLE_LENT &&
+	    !chameleon_lend_due(now, cpu_lend(cpu)->lend_wait_since, true, lend_wait_ns))
+		return 0;
+	if (kind != CHAMELEON_ROLE_REP && kind != CHAMELEON_ROLE_LENT &&
+	    kind != CHAMELEON_ROLE_PARKED)
+		return 0;
+	move_queue(cpu, MOVE_FORBIDDEN);
+	if (kind == CHAMELEON_ROLE_LENT && !scx_bpf_dsq_nr_queued(cpu))
+		WRITE_ONCE(cpu_lend(cpu)->lend_wait_since, 0);
+	return 0;
+}
+
+/*
+ * Objects whose owner no longer runs on its representative are split; so
+ * are those whose waiter that can run nowhere else reached the lending
+ * bound. An owner away three guard periods means an earlier look missed it:
+ * counted as a broken invariant. A CPU lent to a representative that holds
+ * no object (a broken invariant, role.h) is given back.
+ */
+int guard_object(s32 cpu, u64 now)
+{
+	struct rep_ctx *rc = rep_ctx(cpu);
+	u32 w;
+	s32 rep;
+
+	if (!rc)
+		return 0;
+	w = role_word(cpu);
+	if (chameleon_role_kind(w) == CHAMELEON_ROLE_REP) {
+		u64 away = cpu_run(cpu)->curr_pid != rc->owner ? owner_away_ns(rc, now) : 0;
+
+		if (away > 3 * CHAMELEON_GUARD_NS)
+			__sync_fetch_and_add(&invariants.owner_gone, 1);
+		if (away > CHAMELEON_GUARD_NS)
+			split(cpu, CHAMELEON_SPLIT_MIGRATE);
+		else if (lend_due(cpu, now, lend_wait_ns))
+			split(cpu, CHAMELEON_SPLIT_BOUND);
+		return 0;
+	}
+	rep = chameleon_role_with(w);
+	if (rep >= 0 && cpu_valid(rep) && !chameleon_role_lent_ok(w, role_word(rep)) &&
+	    role_word(cpu) == w && role_cas(cpu, CHAMELEON_RE_GIVE_BACK, rep)) {
+		__sync_fetch_and_add(&invariants.lent_to_non_rep, 1);
+		proxy_reclaim(cpu);
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	}
+	return 0;
+}
+
+/*
+ * Every CHAMELEON_GUARD_NS, one pass over the CPUs: their queues
+ * (guard_queue), their objects (guard_object), starved tasks
+ * (starve_check); then hotplug and unserved queues (hotplug_guard).
+ */
+static int guard_fn(void *map, int *key, struct bpf_timer *timer)
+{
+	u64 now = bpf_ktime_get_ns();
+
+	/* The exit path and its dump, tested on demand (--test-error-after-ms). */
+	if (test_error_after_ns && now - init_at >= test_error_after_ns) {
+		scx_bpf_error("test-only error, %llu ms after init (--test-error-after-ms)",
+			      (now - init_at) / 1000000);
+		return 0;
+	}
+	u64 now_j = bpf_jiffies64();
+	u32 cpu;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		guard_queue(cpu, now);
+		guard_object(cpu, now);
+		starve_check(cpu, now, now_j);
+	}
+	hotplug_guard(now);
+	bpf_timer_start(timer, CHAMELEON_GUARD_NS, 0);
+	return 0;
+}
+
+s32 guard_start(void)
+{
+	struct guard *g;
+	u32 key = 0;
+	s32 ret;
+
+	g = bpf_map_lookup_elem(&guard_timer, &key);
+	if (!g) {
+		scx_bpf_error("no guard timer");
+		return -ENOENT;
+	}
+	ret = bpf_timer_init(&g->timer, &guard_timer, CLOCK_MONOTONIC);
+	if (ret) {
+		scx_bpf_error("guard timer init: %d", ret);
+		return ret;
+	}
+	bpf_timer_set_callback(&g->timer, guard_fn);
+	return bpf_timer_start(&g->timer, CHAMELEON_GUARD_NS, 0);
+}

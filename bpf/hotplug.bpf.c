@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * CPU hotplug, and queues their CPU stopped serving, on every kernel.
+ *
+ * Going down, a CPU stops being active, the kernel stops calling
+ * ops.dispatch there and, after ops.cpu_offline, its hotplug thread
+ * (cpuhp/N, in sched_cpu_wait_empty) sleeps until the CPU's runqueue holds
+ * nothing but itself. Under sched_ext a runqueue counts every task whose CPU
+ * it is, wherever it is queued: tasks left in our queue of that CPU keep it
+ * non-empty. The waiter is woken only when the dying CPU itself schedules
+ * and finds its runqueue empty; a CPU that went idle while tasks still
+ * counted there never looks again. Kernels from 7.1 on re-enqueue those
+ * tasks to the CPU's local queue in rq_offline; 6.16 to 7.0 do not.
+ *
+ * So, for every CPU that went offline, from the guard timer (never on the
+ * scheduling path):
+ * - drain: its queue is moved out (move_queue(MOVE_ALL): the movable tasks
+ *   to CPUs they may run on, the rest to the kernel's global queue, which
+ *   the dying CPU consumes itself: its per-CPU kthreads must run there);
+ * - dying: until the CPU leaves the kernel's online mask (its hotplug thread
+ *   is done waiting), it is kicked so that it schedules again and sees its
+ *   runqueue empty.
+ * A queue whose CPU has not dispatched for CHAMELEON_RESCUE_NS, or that a
+ * higher class holds for CHAMELEON_RELEASE_NS, is drained the same way.
+ */
+#include "chameleon.bpf.h"
+
+struct cpu_hotplug cpu_hps[CHAMELEON_MAX_CPUS];
+/* CPUs with drain or dying set. */
+u32 nr_to_drain;
+/* Queues drained because their CPU had stopped dispatching. */
+u64 nr_rescued;
+
+static void drain_done(struct cpu_hotplug *h)
+{
+	if (__sync_bool_compare_and_swap(&h->drain, 1, 0))
+		__sync_fetch_and_sub(&nr_to_drain, 1);
+}
+
+static void drain_start(struct cpu_hotplug *h)
+{
+	if (__sync_bool_compare_and_swap(&h->drain, 0, 1))
+		__sync_fetch_and_add(&nr_to_drain, 1);
+}
+
+/* @cpu went offline (ops.cpu_offline). */
+void hotplug_cpu_gone(s32 cpu)
+{
+	struct cpu_hotplug *h = &cpu_hps[CPU_IDX(cpu)];
+
+	WRITE_ONCE(h->online, 0);
+	WRITE_ONCE(h->dying, 1);
+	drain_start(h);
+}
+
+/* @cpu is back (ops.cpu_online): what its queue still holds is its own to run. */
+void hotplug_cpu_back(s32 cpu)
+{
+	struct cpu_hotplug *h = &cpu_hps[CPU_IDX(cpu)];
+
+	WRITE_ONCE(h->online, 1);
+	WRITE_ONCE(h->dying, 0);
+	drain_done(h);
+	if (scx_bpf_dsq_nr_queued(cpu))
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+}
+
+/*
+ * A queue whose CPU has not dispatched for this long while tasks wait in it is
+ * served by the others. Longer than a slice by far, and far below the
+ * kernel's watchdog. Lent CPUs are left to the lending bound.
+ */
+#define CHAMELEON_RESCUE_NS	(200ULL * 1000 * 1000)
+
+/*
+ * From the guard timer, every CHAMELEON_GUARD_NS:
+ * - an online CPU that idles while its own queue holds tasks is kicked: its
+ *   enqueue-time kick can be lost around hotplug;
+ * - a queue whose CPU has not dispatched for CHAMELEON_RESCUE_NS, or that a
+ *   higher class has held for CHAMELEON_RELEASE_NS (it told us), is drained
+ *   like an offline CPU's;
+ * - a local queue no scx task has served for CHAMELEON_RELEASE_NS goes back
+ *   to enqueue (7.1+: the kernel re-enqueues a remote local queue; before,
+ *   enqueue never puts a movable task into another CPU's local queue);
+ * - draining queues are moved out, dying CPUs kicked until they are gone.
+ */
+int hotplug_guard(u64 now)
+{
+	const struct cpumask *online = NULL;
+	u32 c;
+
+	bpf_for(c, 0, nr_cpus) {
+		struct cpu_hotplug *h = &cpu_hps[CPU_IDX(c)];
+		struct cpu_run *cr = cpu_run(c);
+		bool away = chameleon_released_long(released_at(c), now, CHAMELEON_RELEASE_NS);
+
+		if (__COMPAT_has_generic_reenq()) {
+			struct cpu_release *rl = &cpu_releases[CPU_IDX(c)];
+			int reenq;
+
+			rl->local_seen_at = chameleon_local_linger(
+				scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | c) && !READ_ONCE(cr->running),
+				rl->local_seen_at, now, CHAMELEON_RELEASE_NS, &reenq);
+			if (reenq)
+				scx_bpf_dsq_reenq___compat(SCX_DSQ_LOCAL_ON | c, 0);
+		}
+		if (!scx_bpf_dsq_nr_queued(c)) {
+			WRITE_ONCE(cr->dispatched_at, now);
+			if (h->drain && !h->dying)
+				drain_done(h);
+			continue;
+		}
+		/* A lent CPU idles on purpose: the lending bound serves its queue. */
+		if (h->online && !cr->running && !cpu_lent(c))
+			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
+		if (!cpu_lent(c) &&
+		    (now - READ_ONCE(cr->dispatched_at) > CHAMELEON_RESCUE_NS || away) &&
+		    !h->drain) {
+			drain_start(h);
+			__sync_fetch_and_add(&nr_rescued, 1);
+		}
+		if (h->drain)
+			move_queue(c, MOVE_ALL);
+	}
+	if (!READ_ONCE(nr_to_drain))
+		return 0;
+	/* Kick every CPU still on its way down, until the kernel took it out of the online mask. */
+	online = scx_bpf_get_online_cpumask();
+	bpf_for(c, 0, nr_cpus) {
+		struct cpu_hotplug *h = &cpu_hps[CPU_IDX(c)];
+
+		if (!h->dying)
+			continue;
+		if (bpf_cpumask_test_cpu(c, online)) {
+			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
+		} else {
+			WRITE_ONCE(h->dying, 0);
+			if (!scx_bpf_dsq_nr_queued(c))
+				drain_done(h);
+		}
+	}
+	scx_bpf_put_cpumask(online);
+	return 0;
+}

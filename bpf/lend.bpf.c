@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Lent CPUs (exec_object.bpf.c fuses and splits them): the lending bound,
+ * who a lent CPU runs, the kernel-work context of a kwork object, and how
+ * long each fuse or split took to reach its CPUs.
+ *
+ * Decisions are numbered (rep_ctx.seq): a CPU that a fuse or split waits for
+ * records its own part under the decision's number, so a CPU finishing late
+ * for a superseded decision neither clears a bit of the next one nor lends
+ * it its time.
+ */
+#include "chameleon.bpf.h"
+
+struct cpu_lend cpu_lends[CHAMELEON_MAX_CPUS];
+
+static u64 pending_word(u32 seq, u32 low)
+{
+	return (u64)seq << 32 | low;
+}
+
+static s32 pending_rep(u64 pending_for)
+{
+	return (s32)(u32)pending_for - 1;
+}
+
+/* Position of @cpu in @rc's object, or -1. */
+static int obj_pos(struct rep_ctx *rc, s32 cpu)
+{
+	u32 i;
+	s32 c;
+
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
+		if (c == cpu)
+			return i;
+	}
+	return -1;
+}
+
+/* The slowest of @rc's lent CPUs that finished their part of decision @seq. */
+static u32 object_local_max(struct rep_ctx *rc, u32 seq)
+{
+	u32 i, max = 0;
+	s32 c;
+
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
+		struct cpu_lend *cl = cpu_lend(c);
+
+		if (cl->local_seq == seq && cl->local_ns > max)
+			max = cl->local_ns;
+	}
+	return max;
+}
+
+/*
+ * Report decision @seq of @rep's object. A decision bumps rc->seq before it
+ * writes any field, so if the number is still @seq after the fields were
+ * read, they all belong to @seq; if not, the report is marked superseded.
+ */
+int emit_object(s32 rep, u64 latency, u32 flags, u32 seq)
+{
+	struct rep_ctx *rc = rep_ctx(rep);
+	struct chameleon_event *ev;
+	u32 i, kind;
+
+	if (!rc)
+		return 0;
+	kind = rc->pending_kind;
+	ev = event_reserve(kind, rep);
+	if (!ev)
+		return 0;
+	ev->pid = rc->owner;
+	ev->cgroup_id = rc->owner_cgid;
+	ev->ts_ns = rc->decision_at;
+	ev->latency_ns = latency;
+	ev->cost_ns = rc->decision_cost;
+	ev->local_ns = object_local_max(rc, seq);
+	ev->level = rc->nr_requested;
+	ev->nr_cpus = rc->nr_cpus;
+	if (kind == CHAMELEON_EV_SPLIT) {
+		ev->reason = rc->reason;
+		ev->run_ns = rc->split_fused_ns;
+	}
+	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS)
+		ev->cpus[i] = i < rc->nr_cpus ? rc->cpus[i] : -1;
+	if (READ_ONCE(rc->seq) != seq)
+		flags |= CHAMELEON_EVF_SUPERSEDED;
+	ev->flags = flags;
+	/* Nothing the agent acts on: seen at its next loop. */
+	event_submit(ev, false);
+	return 0;
+}
+
+/*
+ * A CPU that a fuse or split waited for is done, after @local ns of its own
+ * work: record its time under the decision's number, clear its bit, and if it
+ * was the last one, report the decision with its end-to-end latency.
+ */
+static void pending_done(s32 cpu, u64 local)
+{
+	struct cpu_lend *cl = cpu_lend(cpu);
+	u64 want = cl->pending_for, old;
+	u32 seq = want >> 32, bit, i;
+	s32 rep = pending_rep(want);
+	struct rep_ctx *rc;
+	int pos;
+
+	cl->pending_for = 0;
+	cl->local_from = 0;
+	rc = rep_ctx(rep);
+	if (!rc)
+		return;
+	pos = obj_pos(rc, cpu);
+	if (pos < 0)
+		return;
+	bit = 1U << pos;
+	cl->local_ns = local > 0xffffffffULL ? 0xffffffffU : (u32)local;
+	cl->local_seq = seq;
+	/* Each failed attempt means another CPU of the object cleared its bit. */
+	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS) {
+		old = rc->pending;
+		if ((u32)(old >> 32) != seq || !(old & bit))
+			return;
+		if (__sync_bool_compare_and_swap(&rc->pending, old, old & ~(u64)bit)) {
+			if (!((u32)old & ~bit))
+				emit_object(rep, bpf_ktime_get_ns() - rc->decision_at, 0, seq);
+			return;
+		}
+	}
+}
+
+/*
+ * @cpu, which a fuse or split waits for, ran its dispatch from @t0. Its own
+ * part of the work ends with the switch that follows: a lent CPU is done when
+ * the task it was running is put (stopping(), then it idles); a CPU given
+ * back when the next task runs (running()). If there is nothing to switch, it
+ * is done now. Timed locally: what bare metal would see on that CPU.
+ */
+void pending_dispatched(s32 cpu, u64 t0, bool dispatched)
+{
+	struct cpu_lend *cl = cpu_lend(cpu);
+	struct rep_ctx *rc = rep_ctx(pending_rep(cl->pending_for));
+	bool lent = rc && rc->pending_kind != CHAMELEON_EV_SPLIT;
+	u64 now;
+
+	/* A dispatch under way when the decision was taken works for it from then on. */
+	if (rc && chameleon_vtime_before(t0, rc->decision_at))
+		t0 = rc->decision_at;
+	if (lent ? cpu_run(cpu)->running : dispatched) {
+		cl->local_from = t0;
+		return;
+	}
+	now = bpf_ktime_get_ns();
+	pending_done(cpu, now > t0 ? now - t0 : 0);
+}
+
+/* A task stops (@stopping) or starts on @cpu: the switch a pending CPU awaited? */
+void pending_switched(s32 cpu, bool stopping)
+{
+	struct cpu_lend *cl = cpu_lend(cpu);
+	struct rep_ctx *rc;
+	u64 t0 = cl->local_from;
+
+	if (!t0 || !cl->pending_for)
+		return;
+	rc = rep_ctx(pending_rep(cl->pending_for));
+	if (rc && (rc->pending_kind != CHAMELEON_EV_SPLIT) == stopping)
+		pending_done(cpu, bpf_ktime_get_ns() - t0);
+}
+
+/*
+ * Start a new decision on @rep's object and return its number. Numbered
+ * first, so that a late report of the previous one sees it superseded; if
+ * the previous one still waits for some CPUs, report it now (a lower bound).
+ */
+u32 begin_decision(s32 rep, u64 now)
+{
+	struct rep_ctx *rc = rep_ctx(rep);
+	u32 prev;
+
+	if (!rc)
+		return 0;
+	prev = rc->seq;
+	WRITE_ONCE(rc->seq, prev + 1);
+	barrier();
+	if ((u32)__sync_fetch_and_and(&rc->pending, ~0xffffffffULL))
+		emit_object(rep, now - rc->decision_at, CHAMELEON_EVF_SUPERSEDED, prev);
+	return prev + 1;
+}
+
+/*
+ * Decision @seq on @rep waits for @pending (positions in its cpus[]):
+ * publish that, then tell those CPUs and kick every lent CPU with
+ * @kick_flags. The word is published before any CPU learns it waits, so none
+ * can finish before its bit exists.
+ */
+int publish_pending(s32 rep, u32 pending, u64 kick_flags, u32 seq)
+{
+	struct rep_ctx *rc = rep_ctx(rep);
+	u32 i;
+	s32 c;
+
+	if (!rc)
+		return 0;
+	rc->pending = pending_word(seq, pending);
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
+		struct cpu_lend *cl = cpu_lend(c);
+
+		if (pending & (1U << i)) {
+			cl->local_from = 0;
+			cl->pending_for = pending_word(seq, rep + 1);
+		} else if (kick_flags == SCX_KICK_IDLE) {
+			continue;
+		}
+		scx_bpf_kick_cpu(c, kick_flags);
+	}
+	return 0;
+}
+
+/*
+ * Has a waiter on one of @rc's lent CPUs waited @bound_ns (the lending
+ * bound; the tick's backstop is later, so that the guard timer first moves
+ * the waiters that may run elsewhere)? Those CPUs are then not lent again
+ * for a slice, so that the waiter runs.
+ */
+int lend_due(s32 rep, u64 now, u64 bound_ns)
+{
+	struct rep_ctx *rc = rep_ctx(rep);
+	int due = 0;
+	u32 i;
+	s32 c;
+
+	if (!rc)
+		return 0;
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
+		struct cpu_lend *cl = cpu_lend(c);
+
+		if (chameleon_lend_due(now, READ_ONCE(cl->lend_wait_since),
+				       scx_bpf_dsq_nr_queued(c) > 0, bound_ns)) {
+			cl->lend_block_until = now + slice_ns;
+			cl->lend_owed_by = rep + 1;
+			due = 1;
+		}
+	}
+	return due;
+}
+
+/*
+ * A task stops on @cpu, which a bound split gave back to its waiters: one of
+ * them had its turn (the CPU serves only pcpu kthreads while lent, so anyone
+ * else is such a waiter). The CPU may be lent again, and the representative,
+ * if its owner runs there natively, is kicked so that the owner fuses now
+ * rather than at the end of its own slice.
+ */
+void lend_owed_served(s32 cpu, struct task_struct *p)
+{
+	struct cpu_lend *cl = cpu_lend(cpu);
+	s32 rep = cl->lend_owed_by - 1;
+	struct rep_ctx *rc;
+
+	if (!cl->lend_owed_by || is_pcpu_kthread(p))
+		return;
+	cl->lend_owed_by = 0;
+	cl->lend_block_until = 0;
+	rc = rep_ctx(rep);
+	if (rc && role_word(rep) == CHAMELEON_ROLE_NATIVE && cpu_run(rep)->curr_pid == rc->owner)
+		scx_bpf_kick_cpu(rep, SCX_KICK_PREEMPT);
+}
+
+/*
+ * Must the object of @rc split for a waiter on one of its borrowed CPUs
+ * (§4.3.2)? @owner is the fused task's context.
+ */
+int waiter_due(s32 rep, struct task_ctx *owner, u64 now)
+{
+	struct rep_ctx *rc = rep_ctx(rep);
+	u32 i;
+	s32 c;
+
+	if (!rc || !owner)
+		return 0;
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
+		struct task_struct *w = __COMPAT_scx_bpf_dsq_peek(c);
+
+		if (chameleon_must_split(now - rc->fused_at, min_gran_ns, w != NULL,
+					 w ? w->scx.dsq_vtime : 0, owner->vruntimes[i]))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A task other than a pcpu kthread was queued on lent @cpu: its wait starts
+ * the lending bound, and the object splits now if its vtime is due (§4.3.2,
+ * "when a task becomes runnable on a borrowed CPU"). The owner's context is
+ * not at hand on this CPU, so its virtual thread is read through the task.
+ */
+int waiter_on_lent(s32 cpu, struct task_struct *waiter __arg_trusted)
+{
+	struct cpu_lend *cl;
+	struct task_struct *owner;
+	struct task_ctx *octx;
+	struct rep_ctx *rc;
+	s32 rep = lent_to(cpu);
+	u64 now = bpf_ktime_get_ns();
+	int pos;
+
+	if (!cpu_valid(cpu))
+		return 0;
+	cl = cpu_lend(cpu);
+	if (!cl->lend_wait_since)
+		WRITE_ONCE(cl->lend_wait_since, now);
+	rc = rep_ctx(rep);
+	if (!rc || !cpu_fused(rep))
+		return 0;
+	pos = obj_pos(rc, cpu);
+	if (pos < 0)
+		return 0;
+	owner = bpf_task_from_pid(rc->owner);
+	if (!owner)
+		/* Its owner is gone: nothing keeps the CPU lent. */
+		return split(rep, CHAMELEON_SPLIT_EXIT);
+	octx = rc->flags & CHAMELEON_ASSIGN_HOLD ? NULL :
+		task_ctx(owner);
+	if (octx && chameleon_must_split(now - rc->fused_at, min_gran_ns, true,
+					 waiter->scx.dsq_vtime, octx->vruntimes[obj_idx(pos)]))
+		split(rep, CHAMELEON_SPLIT_WAKE);
+	bpf_task_release(owner);
+	return 0;
+}
+
+/*
+ * The kernel-work sibling of @cpu's object (SMT class kwork, intf.h) if
+ * @cpu is its fused representative, else -1.
+ */
+s32 kwork_sibling(s32 cpu)
+{
+	struct rep_ctx *rc = rep_ctx(cpu);
+
+	if (!rc || !cpu_fused(cpu) || !(rc->flags & CHAMELEON_ASSIGN_KWORK) || rc->nr_cpus < 2)
+		return -1;
+	return rc->cpus[1];
+}
+
+/* Is @cpu lent as an object's kernel-work context? */
+bool kwork_lent(s32 cpu)
+{
+	s32 rep = cpu_valid(cpu) ? lent_to(cpu) : -1;
+
+	return cpu_valid(rep) && (reps[CPU_IDX(rep)].flags & CHAMELEON_ASSIGN_KWORK);
+}
+
+/* A lent CPU dispatches the first task in its queue it runs (lent_cpu_runs()). */
+int dispatch_lent(s32 cpu)
+{
+	struct chameleon_cpu_stats *st = stats_here();
+	struct task_struct *p;
+
+	bpf_for_each(scx_dsq, p, cpu, 0) {
+		if (!lent_cpu_runs(cpu, p))
+			continue;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+			if (st)
+				st->nr_proxy_served++;
+			return 1;
+		}
+		break;
+	}
+	return 0;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A higher class takes a CPU from us, and gives it back: ops.cpu_release and
+ * ops.cpu_acquire, and the hold a per-CPU kthread's short turn puts on the
+ * CPU's queue. The rules and why are in preempt.h.
+ */
+#include "chameleon.bpf.h"
+
+struct cpu_release cpu_releases[CHAMELEON_MAX_CPUS];
+
+u64 released_at(s32 cpu)
+{
+	return cpu_valid(cpu) ? READ_ONCE(cpu_releases[CPU_IDX(cpu)].released_at) : 0;
+}
+
+/* A higher class holds @cpu now (cpu_release without cpu_acquire yet). */
+bool cpu_released(s32 cpu)
+{
+	return released_at(cpu) != 0;
+}
+
+/*
+ * @cpu's queue is still held for a per-CPU kthread's turn there: nobody
+ * steals from it (preempt.h). Global: stealing asks in a loop.
+ */
+int kthread_holds(s32 cpu)
+{
+	struct cpu_release *rl;
+	u64 at;
+
+	if (!cpu_valid(cpu))
+		return 0;
+	rl = &cpu_releases[CPU_IDX(cpu)];
+	at = READ_ONCE(rl->released_at);
+	return at && chameleon_kthread_holds(at, READ_ONCE(rl->released_kthread),
+					     bpf_ktime_get_ns(), CHAMELEON_RELEASE_NS);
+}
+
+/* Where a task a kthread pushed off @cpu goes back into its queue (preempt.h). */
+u64 resume_vtime(s32 cpu, u64 vtime)
+{
+	struct task_struct *head;
+
+	if (!cpu_valid(cpu))
+		return vtime;
+	head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	if (!head)
+		return vtime;
+	return chameleon_vtime_resume(vtime, head->scx.dsq_vtime, 1);
+}
+
+/*
+ * A higher class (RT, deadline, stop) takes @cpu from us (@next: its task).
+ * A kthread bound here changes nothing: kmod_proxy's idle injection (the
+ * emulation makes the CPU slower, it does not take it away), the stopper, a
+ * threaded interrupt: their turns are short, the object stays, and the guard
+ * splits if the owner stays away for CHAMELEON_GUARD_NS. Anyone else may
+ * hold the CPU for long: a fused owner gives its CPUs back. The local queue
+ * goes back to enqueue either way (the caller): the kernel says this once
+ * until the CPU is ours again, so an RT task that follows the kthread would
+ * find the local queue full and never let it run.
+ */
+void preempt_release(s32 cpu, struct task_struct *next)
+{
+	struct cpu_release *rl = &cpu_releases[CPU_IDX(cpu)];
+	bool fused = cpu_fused(cpu);
+
+	WRITE_ONCE(rl->released_kthread, next && is_pcpu_kthread(next));
+	WRITE_ONCE(rl->released_at, bpf_ktime_get_ns() ?: 1);
+	if (rl->released_kthread) {
+		if (fused)
+			cpu_stats[CPU_IDX(cpu)].nr_kthread_keeps++;
+	} else if (fused) {
+		split(cpu, CHAMELEON_SPLIT_PREEMPT);
+	}
+}
+
+/* @cpu is ours again: its queue is its own to serve. */
+void preempt_acquire(s32 cpu)
+{
+	WRITE_ONCE(cpu_releases[CPU_IDX(cpu)].released_at, 0);
+}

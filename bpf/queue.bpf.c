@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Per-CPU vtime queues: each CPU's queue is a user DSQ whose id is the CPU
+ * number, ordered by virtual time against that CPU's own clock (cpu_run:
+ * vclock). A task's vtime is rebased when it changes queue, floored and
+ * capped when it joins one; a CPU's dispatch takes its own head, keeps the
+ * task that just ran if it is still first, or steals.
+ */
+#include "chameleon.bpf.h"
+
+struct cpu_run cpu_runs[CHAMELEON_MAX_CPUS];
+
+/* Each CPU's steal order (intf.h), filled by the agent; sized to nr_cpus at load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct chameleon_steal_order);
+} steal_orders SEC(".maps");
+
+struct chameleon_steal_order *steal_order(s32 cpu)
+{
+	u32 key = cpu;
+
+	return bpf_map_lookup_elem(&steal_orders, &key);
+}
+
+/*
+ * A task queued in front of its CPU's queue after a kthread's turn there
+ * (enqueue, preempt.h) got the vtime that put it there on loan: it runs, or
+ * is queued again, with its own. Otherwise each injected idle period would
+ * forgive it the run before it, and it would win its CPU again and again.
+ */
+void repay_resume_lag(struct task_struct *p, struct task_ctx *tctx)
+{
+	if (tctx->resume_lag) {
+		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + tctx->resume_lag);
+		tctx->resume_lag = 0;
+	}
+}
+
+/*
+ * Rebase @p's vtime onto @cpu's clock if it was last charged against another
+ * CPU's clock. Called wherever the task lands on a new queue or CPU.
+ */
+void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+{
+	s32 from = tctx->vcpu;
+	u64 vtime;
+
+	if (from == cpu || !cpu_valid(cpu))
+		return;
+	/* The guard moved it here and rebased it on the way (move_queued). */
+	if (READ_ONCE(tctx->moving_to) == cpu + 1) {
+		tctx->vcpu = cpu;
+		return;
+	}
+	if (cpu_valid(from))
+		vtime = chameleon_vtime_rebase(p->scx.dsq_vtime, cpu_run(from)->vclock,
+					       cpu_run(cpu)->vclock);
+	else
+		vtime = cpu_run(cpu)->vclock;
+	scx_bpf_task_set_dsq_vtime(p, vtime);
+	tctx->vcpu = cpu;
+}
+
+/*
+ * A vtime on @cpu's clock as a task joins its queue: with one slice of
+ * credit at most, and capped so that it waits no longer than
+ * CHAMELEON_WAIT_BOUND_NS behind the task running there. Every enqueue,
+ * wakeup or not: a task whose vtime is never floored carries its deficit
+ * from queue to queue (a migration rebases it, keeping it).
+ */
+u64 queue_vtime(s32 cpu, u64 vtime)
+{
+	struct cpu_run *cr = cpu_run(cpu);
+
+	vtime = chameleon_vtime_floor(vtime, cr->vclock, slice_ns);
+	return chameleon_vtime_cap(vtime, cr->vclock, CHAMELEON_WAIT_BOUND_NS,
+				   cr->running ? cr->curr_weight : 0);
+}
+
+/*
+ * May another CPU take work from @victim's queue? Not from a fused
+ * representative's: its owner waits there (taken elsewhere, its object
+ * ends), and the guard moves everyone else out within a guard period. Not
+ * from a CPU a kthread holds for a moment (preempt.h).
+ */
+static bool stealable(s32 victim, s32 cpu)
+{
+	return cpu_valid(victim) && victim != cpu && scx_bpf_dsq_nr_queued(victim) &&
+	       !cpu_fused(victim) && !kthread_holds(victim);
+}
+
+/*
+ * Steal the head of another CPU's queue: the SMT siblings first, then a
+ * window of CHAMELEON_STEAL_SCAN - siblings other CPUs in topology order from
+ * a rotating start (steal_orders). Bounded per dispatch, and every queue,
+ * including an offline CPU's, is visited within a few dispatches. Tasks
+ * waiting for an idle CPU do not depend on it: enqueue hands them to one.
+ */
+int steal(s32 cpu)
+{
+	struct chameleon_steal_order *o;
+	struct cpu_run *cr;
+	u32 key = cpu, i, nr, near;
+	int k;
+	s32 victim;
+
+	if (!cpu_valid(cpu))
+		return 0;
+	cr = cpu_run(cpu);
+	o = bpf_map_lookup_elem(&steal_orders, &key);
+	if (!o)
+		return 0;
+	nr = o->nr < CHAMELEON_MAX_CPUS ? o->nr : CHAMELEON_MAX_CPUS;
+	near = o->nr_near;
+	bpf_for(i, 0, CHAMELEON_STEAL_SCAN) {
+		k = chameleon_steal_pick(i, nr, near, cr->steal_start);
+		if (k < 0)
+			break;
+		victim = o->cpus[k & (CHAMELEON_MAX_CPUS - 1)];
+		if (!stealable(victim, cpu))
+			continue;
+		if (scx_bpf_dsq_move_to_local(victim, 0)) {
+			cpu_stats[CPU_IDX(cpu)].nr_stolen++;
+			return 1;
+		}
+	}
+	/* Next time, the window after this one. */
+	if (near < CHAMELEON_STEAL_SCAN)
+		cr->steal_start += CHAMELEON_STEAL_SCAN - near;
+	return 0;
+}
+
+/*
+ * Balance between busy CPUs: stealing happens only when a CPU's own queue is
+ * empty, and a CPU-bound task never wakes to be placed again, so queues made
+ * uneven by hotplug or affinity changes would stay uneven. Each dispatch
+ * compares its queue (@mine tasks) with one other CPU's, in steal order,
+ * rotating; a queue longer by more than two gives this CPU its head. O(1).
+ */
+int balance_pull(s32 cpu, u64 mine)
+{
+	struct chameleon_steal_order *o;
+	struct cpu_run *cr;
+	u32 key = cpu, nr, k;
+	s32 victim;
+
+	if (!cpu_valid(cpu))
+		return 0;
+	cr = cpu_run(cpu);
+	o = bpf_map_lookup_elem(&steal_orders, &key);
+	if (!o)
+		return 0;
+	nr = o->nr < CHAMELEON_MAX_CPUS ? o->nr : CHAMELEON_MAX_CPUS;
+	if (!nr)
+		return 0;
+	k = cr->balance_idx;
+	if (k >= nr)
+		k = 0;
+	cr->balance_idx = k + 1;
+	victim = o->cpus[cpu_idx(k)];
+	/* A lent CPU's waiters are the lending bound's. */
+	if (!stealable(victim, cpu) || cpu_lent(victim) ||
+	    scx_bpf_dsq_nr_queued(victim) <= mine + 2)
+		return 0;
+	if (!scx_bpf_dsq_move_to_local(victim, 0))
+		return 0;
+	cpu_stats[CPU_IDX(cpu)].nr_stolen++;
+	return 1;
+}
+
+/*
+ * How long the head of a CPU's queue may wait while the task before it runs
+ * on: as long as weights of up to 20 : 1 need (the lighter task waits 20
+ * slices), well within CHAMELEON_WAIT_BOUND_NS.
+ */
+#define CHAMELEON_KEEP_WAIT_NS	(100ULL * 1000 * 1000)
+
+/*
+ * @prev, still runnable, used up its slice here: the kernel asks for the
+ * next task before it puts @prev back into our queue, so the queue's head
+ * would run next whatever @prev's vtime, and tasks sharing a CPU would take
+ * turns whatever their weights. @prev runs on, with a new slice, if nothing
+ * queued here is ahead of it (its vtime charged up to now) and the head has
+ * not waited CHAMELEON_KEEP_WAIT_NS by the kernel's account. On a fused
+ * representative (@held) only its owner is kept.
+ */
+bool keep_prev(s32 cpu, struct task_struct *prev, bool held)
+{
+	struct task_struct *head;
+	struct task_ctx *tctx;
+	u64 v;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) || scx_bpf_task_cpu(prev) != cpu ||
+	    (held && READ_ONCE(reps[CPU_IDX(cpu)].owner) != prev->pid))
+		return false;
+	tctx = task_ctx(prev);
+	if (!tctx || !tctx->started_at || scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu))
+		return false;
+	head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	if (!head)
+		return false;
+	v = prev->scx.dsq_vtime +
+	    chameleon_vtime_charge(bpf_ktime_get_ns() - tctx->started_at, task_weight(prev, tctx));
+	if (!chameleon_vtime_before(v, head->scx.dsq_vtime) ||
+	    jiffies_to_ns(bpf_jiffies64() - BPF_CORE_READ(head, scx.runnable_at)) >=
+	    CHAMELEON_KEEP_WAIT_NS)
+		return false;
+	prev->scx.slice = slice_ns;
+	return true;
+}
+
+/* Both of @cpu's queues hold no task that would run before @vtime there. */
+bool owner_next(s32 cpu, u64 vtime)
+{
+	struct task_struct *head;
+
+	/* Nor ahead of a task the guard found starved here (dispatch runs it). */
+	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) || READ_ONCE(cpu_run(cpu)->starved_pid))
+		return false;
+	head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	return !head || !chameleon_vtime_before(head->scx.dsq_vtime, vtime);
+}

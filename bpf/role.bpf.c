@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The CPU role word (role.h) and the one placement rule built on it.
+ *
+ * Every decision about where a task may run asks may_run_on(): select_cpu,
+ * enqueue, stealing, the guard's moves and the drains. A CPU's role says who
+ * it runs:
+ * - NATIVE, FUSING, SPLITTING: anyone (a representative is FUSING or
+ *   SPLITTING only for the few instructions of a fuse or split);
+ * - REP: its owner, and kthreads, whose turn is short and ends nothing; any
+ *   other task would take the representative from its owner and end the
+ *   object (running());
+ * - LENT: only the kthreads a processor proxy would serve there (per-CPU
+ *   ones, any kthread on a kernel-work context);
+ * - PARKED: only what can run nowhere else.
+ * A task that is to be put somewhere new (PLACE_NEW) also needs the CPU
+ * online and not held by a higher class (cpu_release), whose queue it would
+ * wait in for as long as the higher class runs. The CPU a task is already
+ * queued on keeps it (PLACE_STAY) while its role allows it, online or not:
+ * the drains see to queues of CPUs that stopped serving them.
+ *
+ * The pickers: pick_idle() an idle CPU a task may run on (its idle bit
+ * taken), pick_other() that or the nearest allowed CPU in topology order.
+ */
+#include "chameleon.bpf.h"
+
+struct cpu_role cpu_roles[CHAMELEON_MAX_CPUS];
+struct chameleon_invariants invariants;
+
+/* One transition of @cpu's role word (role.h); false if it does not apply now. */
+bool role_cas(s32 cpu, u32 ev, s32 arg)
+{
+	u32 old, new;
+
+	if (!cpu_valid(cpu))
+		return false;
+	old = READ_ONCE(cpu_roles[CPU_IDX(cpu)].word);
+	new = chameleon_role_step(old, ev, arg);
+	if (new == CHAMELEON_ROLE_INVALID)
+		return false;
+	return __sync_bool_compare_and_swap(&cpu_roles[CPU_IDX(cpu)].word, old, new);
+}
+
+/*
+ * An idle CPU @p may run on, its idle bit taken, or -1. The kernel's idle
+ * tracking hands out lent CPUs and representatives between two runs of their
+ * owner like any other idle CPU; each one passed over keeps its idle bit
+ * taken, which keeps it out of later picks until it idles again. Bounded.
+ */
+s32 pick_idle(struct task_struct *p __arg_trusted)
+{
+	s32 cpu = -1, c;
+	u32 i;
+
+	/* p->cpus_ptr is an RCU pointer: the guard calls this from a timer. */
+	bpf_rcu_read_lock();
+	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS) {
+		c = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+		if (c < 0)
+			break;
+		if (may_run_on(p, c, PLACE_NEW)) {
+			cpu = c;
+			break;
+		}
+	}
+	bpf_rcu_read_unlock();
+	return cpu;
+}
+
+/* Looks one pick_other() spends on @cpu's steal order: bounded, nearest first. */
+#define CHAMELEON_OTHER_SCAN	16
+
+/*
+ * A CPU other than @cpu for @p: an idle one, else the nearest in @cpu's
+ * steal order (siblings, LLC, the rest) that @p may be placed on. -1 if
+ * none within the scan: @p stays where it is, served by the bounds.
+ */
+s32 pick_other(struct task_struct *p __arg_trusted, s32 cpu)
+{
+	struct chameleon_steal_order *o;
+	u32 i, nr;
+	s32 c;
+
+	c = pick_idle(p);
+	if (c >= 0)
+		return c;
+	o = steal_order(cpu);
+	if (!o)
+		return -1;
+	nr = o->nr < CHAMELEON_MAX_CPUS ? o->nr : CHAMELEON_MAX_CPUS;
+	c = -1;
+	bpf_rcu_read_lock();
+	bpf_for(i, 0, CHAMELEON_OTHER_SCAN) {
+		s32 o_cpu;
+
+		if (i >= nr)
+			break;
+		o_cpu = o->cpus[i & (CHAMELEON_MAX_CPUS - 1)];
+		if (o_cpu != cpu && may_run_on(p, o_cpu, PLACE_NEW)) {
+			c = o_cpu;
+			break;
+		}
+	}
+	bpf_rcu_read_unlock();
+	return c;
+}
