@@ -1,0 +1,90 @@
+#!/bin/sh
+# Benchmark (not a test): what each scheduler's struct_ops programs cost per
+# hackbench run, in one VM boot, for scx_chameleon and the peers scx_cosmos
+# and scx_bpfland in turn. Driven by bench/struct_ops_cost (once per vCPU
+# count: the growth from 4 to 32 vCPUs is the question).
+#   bench_scale.sh REPS SCHEDULERS...
+# For each scheduler: attach, kernel.bpf_stats_enabled=1, REPS hackbench runs
+# (HB_ARGS, the same for all), each bracketed by a read of every struct_ops
+# program's run_time_ns and run_cnt (bpftool prog show), stats off, detach.
+# Printed per run:
+#   BENCH hb SCHED REP SECONDS
+#   BENCH prog SCHED REP PROG RUN_NS RUN_CNT      (the deltas over that run)
+# bpf_stats times each program from entry to exit with the clock, so the
+# figures include the kfuncs the programs call (the kernel's DSQ work done on
+# their behalf) but not bpf_timer callbacks (run outside the stats) nor the
+# kernel's own scheduling path around them. TCG inflates every absolute:
+# compare schedulers within one boot, and one boot's ratios with another's.
+. /opt/chameleon/guest/lib.sh
+TEST=bench_scale
+reps=$1
+shift
+scheds=$*
+HB_ARGS=${HB_ARGS:-"-g 4 -l 60"}
+echo "BENCH header kernel=$(uname -r) cpus=$(nproc) hackbench=[$HB_ARGS] reps=$reps"
+echo 0 >/proc/sys/kernel/bpf_stats_enabled || fail "no bpf_stats_enabled"
+
+start_sched() {
+	case $1 in
+	chameleon) start_agent ;;
+	scx_*)
+		"$1" >/tmp/$1.log 2>&1 &
+		PEER_PID=$!
+		t0=$(now_ms)
+		until [ "$(state)" = enabled ]; do
+			kill -0 $PEER_PID 2>/dev/null || fail "$1 exited: $(tail -n 3 /tmp/$1.log | tr '\n' '|')"
+			[ $(( $(now_ms) - t0 )) -lt 60000 ] || fail "$1 not enabled in 60 s"
+			usleep 20000
+		done
+		ok "$1 attached (ops $(ops))" ;;
+	*) fail "unknown scheduler $1" ;;
+	esac
+}
+stop_sched() {
+	case $1 in
+	chameleon) stop_agent ;;
+	scx_*)
+		kill -INT $PEER_PID
+		wait $PEER_PID
+		wait_state disabled 30000 >/dev/null || fail "$1 did not detach" ;;
+	esac
+}
+
+# The struct_ops programs loaded now: "name run_time_ns run_cnt" per line
+# (bpftool gives the full function name from BTF where the kernel's is cut
+# at 15 characters).
+bpf_progs() {
+	bpftool prog show 2>/dev/null | awk '
+		/^[0-9]+: struct_ops/ { name = ""; for (i = 1; i <= NF; i++) if ($i == "name") name = $(i + 1) }
+		/run_time_ns/ && name != "" { for (i = 1; i <= NF; i++) {
+			if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
+			print name, t, c; name = "" }'
+}
+
+for sched in $scheds; do
+	start_sched $sched
+	# Let the attach settle (the agent's first reconcile, the peers' first
+	# topology pass) before the first measured run.
+	sleep 2
+	echo 1 >/proc/sys/kernel/bpf_stats_enabled
+	rep=1
+	while [ $rep -le "$reps" ]; do
+		bpf_progs >/tmp/bpf.before
+		[ -s /tmp/bpf.before ] || fail "$sched: no struct_ops programs with stats (bpftool)"
+		# shellcheck disable=SC2086
+		v=$(hackbench $HB_ARGS 2>&1 | sed -n 's/^Time: *\([0-9.]*\).*/\1/p' | tail -n 1)
+		bpf_progs >/tmp/bpf.after
+		[ -n "$v" ] || fail "$sched: hackbench printed no time"
+		echo "BENCH hb $sched $rep $v"
+		awk -v s=$sched -v r=$rep 'NR == FNR { t[$1] = $2; c[$1] = $3; next }
+			{ dt = $2 - t[$1]; dc = $3 - c[$1]; if (dc > 0) print "BENCH prog", s, r, $1, dt, dc }' \
+			/tmp/bpf.before /tmp/bpf.after
+		rep=$((rep + 1))
+	done
+	echo 0 >/proc/sys/kernel/bpf_stats_enabled
+	[ "$(state)" = enabled ] || fail "$sched: scheduler '$(state)' after the runs"
+	stop_sched $sched
+	# A detach leaves the machine settling (kthreads, RCU): let it.
+	sleep 1
+done
+pass
