@@ -220,6 +220,25 @@ static __always_inline bool cpu_online(s32 cpu)
 	return cpu_valid(cpu) && READ_ONCE(cpu_hps[CPU_IDX(cpu)].online);
 }
 
+/*
+ * May this CPU kick others? Not once it is going offline (ops.cpu_offline
+ * runs on it): a kick queues an irq_work on the kicking CPU, and one left
+ * queued there as it died was never run, which hung the scheduler's
+ * detach in free_kick_syncs() for good (hotplug_storm, scale32). The guard
+ * timer kicks whatever such a CPU would have.
+ */
+static __always_inline bool may_kick(void)
+{
+	return READ_ONCE(cpu_hps[CPU_IDX(bpf_get_smp_processor_id())].online);
+}
+
+/* Every kick goes through here (may_kick()). */
+static __always_inline void kick_cpu(s32 cpu, u64 flags)
+{
+	if (may_kick())
+		scx_bpf_kick_cpu(cpu, flags);
+}
+
 static __always_inline struct rep_ctx *rep_ctx(s32 cpu)
 {
 	return cpu_valid(cpu) ? &reps[CPU_IDX(cpu)] : NULL;
@@ -239,10 +258,13 @@ static __always_inline bool is_pcpu_kthread(struct task_struct *p)
 	return (p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1;
 }
 
-/* Could @p run on some other CPU than the one it is on? */
+/*
+ * Could @p run on some other CPU than the one it is on? Not inside
+ * migrate_disable(), whose narrowed cpus_ptr nr_cpus_allowed does not show.
+ */
 static __always_inline bool task_movable(struct task_struct *p)
 {
-	return p->nr_cpus_allowed > 1;
+	return p->nr_cpus_allowed > 1 && !is_migration_disabled(p);
 }
 
 /*
@@ -399,7 +421,8 @@ int emit_object(s32 rep, u64 latency, u32 flags, u32 seq);
 /* ---- guard.bpf.c ---- */
 enum chameleon_move {
 	MOVE_FORBIDDEN	= 0,	/* tasks the CPU's role does not let run there */
-	MOVE_ALL	= 1,	/* every task (the CPU does not serve its queue) */
+	MOVE_MOVABLE	= 1,	/* every task that may run elsewhere (the CPU does not serve its queue) */
+	MOVE_ALL	= 2,	/* every task; the rest to the global queue (the CPU is going away) */
 };
 u32 move_queue(s32 cpu, u32 mode);
 int guard_queue(s32 cpu, u64 now);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The performance target for a CPU's recent use (cpuperf.bpf.h), pure so
+ * The performance target for a CPU's recent use (fast.bpf.c), pure so
  * that the host tests it: @busy_ns of @span_ns with a quarter of headroom,
  * on the kernel's scale (1024: full performance), as schedutil maps a CFS
  * CPU's utilisation to a frequency.

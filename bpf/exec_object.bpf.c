@@ -58,10 +58,35 @@ struct {
 	__type(value, struct chameleon_assignment);
 } assignments SEC(".maps");
 
+/*
+ * Copy task @pid's assignment into @a under its lock (intf.h): the agent
+ * writes it in place under the same lock. False if it has no object.
+ */
+static bool assignment_copy(s32 pid, struct chameleon_assignment *a)
+{
+	struct chameleon_assignment *v = bpf_map_lookup_elem(&assignments, &pid);
+	u32 i;
+
+	if (!v)
+		return false;
+	bpf_spin_lock(&v->lock);
+	a->pid = v->pid;
+	a->nr_cpus = v->nr_cpus;
+	a->generation = v->generation;
+	a->tax = v->tax;
+	a->flags = v->flags;
+	for (i = 0; i < CHAMELEON_OBJ_MAX_CPUS; i++)
+		a->cpus[i] = v->cpus[i];
+	bpf_spin_unlock(&v->lock);
+	return a->pid == pid && a->nr_cpus >= 2 && a->nr_cpus <= CHAMELEON_OBJ_MAX_CPUS;
+}
+
 /* Does the agent give task @pid an object now? */
 bool has_assignment(s32 pid)
 {
-	return bpf_map_lookup_elem(&assignments, &pid) != NULL;
+	struct chameleon_assignment *v = bpf_map_lookup_elem(&assignments, &pid);
+
+	return v && READ_ONCE(v->nr_cpus) >= 2;
 }
 
 struct rep_ctx reps[CHAMELEON_MAX_CPUS];
@@ -113,34 +138,21 @@ static void proxy_speed(s32 rep, u32 nr_cpus)
 		chameleon_proxy_speed(rep, level);
 }
 
-/*
- * Copy @p's assignment: the agent may replace the map value at any time
- * (a preallocated element is reused), so it is read once, here.
- */
+/* Copy @p's assignment, read once: the agent may change it at any time. */
 bool assignment_of(struct task_struct *p, struct chameleon_assignment *a)
 {
-	struct chameleon_assignment *v;
-	s32 pid = p->pid;
-
-	v = bpf_map_lookup_elem(&assignments, &pid);
-	if (!v)
-		return false;
-	__builtin_memcpy(a, v, sizeof(*a));
-	return a->nr_cpus <= CHAMELEON_OBJ_MAX_CPUS;
+	return assignment_copy(p->pid, a);
 }
 
 /* The representative @p belongs on, if it has an object it may run there; else -1. */
 s32 task_rep(struct task_struct *p, struct task_ctx *tctx)
 {
-	struct chameleon_assignment *a;
-	s32 pid = p->pid, rep;
+	struct chameleon_assignment a;
+	s32 rep;
 
-	if (!tctx->tagged)
+	if (!tctx->tagged || !assignment_copy(p->pid, &a))
 		return -1;
-	a = bpf_map_lookup_elem(&assignments, &pid);
-	if (!a)
-		return -1;
-	rep = a->cpus[0];
+	rep = a.cpus[0];
 	/* An offline representative's queue is not served. */
 	if (!cpu_online(rep) || !bpf_cpumask_test_cpu(rep, p->cpus_ptr))
 		return -1;
@@ -477,7 +489,7 @@ int object_running(struct task_struct *p __arg_trusted, s32 cpu)
 		if (is_migration_disabled(p))
 			p->scx.slice = p->scx.slice < min_gran_ns ? p->scx.slice : min_gran_ns;
 		else
-			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+			kick_cpu(cpu, SCX_KICK_PREEMPT);
 	}
 	if (tctx->fused_rep && tctx->fused_rep - 1 != cpu)
 		split_owned(tctx, p->pid, CHAMELEON_SPLIT_MIGRATE);
@@ -506,7 +518,7 @@ int object_running(struct task_struct *p __arg_trusted, s32 cpu)
  */
 int object_tick(struct task_struct *p __arg_trusted, s32 cpu)
 {
-	struct chameleon_assignment *a;
+	struct chameleon_assignment a;
 	struct task_ctx *tctx = task_ctx(p);
 	struct rep_ctx *rc = rep_ctx(cpu);
 	s32 pid = p->pid;
@@ -518,18 +530,17 @@ int object_tick(struct task_struct *p __arg_trusted, s32 cpu)
 	charge_tax(p, tctx, cpu, now);
 	if (!cpu_fused(cpu))
 		return 0;
-	a = bpf_map_lookup_elem(&assignments, &pid);
-	if (!a || a->generation != rc->generation)
+	if (!assignment_copy(pid, &a) || a.generation != rc->generation)
 		return split(cpu, CHAMELEON_SPLIT_RETAG);
 	/*
 	 * A retag may change the tax or the class alone: from now on. Not
 	 * into or out of kwork, whose fuse gave the module the other CPU: the
 	 * split must hand back what the fuse lent.
 	 */
-	if ((rc->flags ^ a->flags) & CHAMELEON_ASSIGN_KWORK)
+	if ((rc->flags ^ a.flags) & CHAMELEON_ASSIGN_KWORK)
 		return split(cpu, CHAMELEON_SPLIT_RETAG);
-	rc->tax = a->tax;
-	rc->flags = a->flags;
+	rc->tax = a.tax;
+	rc->flags = a.flags;
 	if (lend_due(cpu, now, lend_wait_ns + 2 * CHAMELEON_GUARD_NS))
 		return split(cpu, CHAMELEON_SPLIT_BOUND);
 	if (!(rc->flags & CHAMELEON_ASSIGN_HOLD) && waiter_due(cpu, tctx, now))

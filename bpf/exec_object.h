@@ -97,13 +97,13 @@ static inline u64 chameleon_lend_wait_start(u64 now, u64 wait_since,
  * Whether the guard timer leaves a CPU's queue alone this round: it is
  * empty, or a task waiting there past the wait bound is already named
  * (@starved_pid) and the CPU's next dispatch runs it. Not if the CPU is lent
- * (@borrowed_by): its dispatch serves only its bound kthreads and never
+ * (@lent): its dispatch serves only its bound kthreads and never
  * reaches the named task, and the guard's look at the queue is what backs
  * the lending bound with the kernel's account of the wait.
  */
-static inline int chameleon_guard_skips(u64 nr_queued, s32 starved_pid, s32 borrowed_by)
+static inline int chameleon_guard_skips(u64 nr_queued, s32 starved_pid, int lent)
 {
-	return !nr_queued || (starved_pid && !borrowed_by);
+	return !nr_queued || (starved_pid && !lent);
 }
 
 /*

@@ -70,7 +70,7 @@ int starve_check(s32 c, u64 now, u64 now_j)
 	 * hotplug, would otherwise be the last.
 	 */
 	if (READ_ONCE(cr->starved_pid) && !lent)
-		scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
+		kick_cpu(c, SCX_KICK_IDLE);
 	if (chameleon_guard_skips(scx_bpf_dsq_nr_queued(c), cr->starved_pid, lent))
 		return 0;
 	/* Outside ops, older kernels want the DSQ walked under RCU. */
@@ -88,7 +88,7 @@ int starve_check(s32 c, u64 now, u64 now_j)
 					   chameleon_lend_wait_start(now, cl->lend_wait_since, waited));
 		} else if (waited > CHAMELEON_STARVE_NS) {
 			WRITE_ONCE(cr->starved_pid, p->pid);
-			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
+			kick_cpu(c, SCX_KICK_IDLE);
 		}
 		break;
 	}
@@ -162,7 +162,7 @@ static bool move_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s32 
 	}
 	tctx->vcpu = to;
 	WRITE_ONCE(tctx->moving_to, 0);
-	scx_bpf_kick_cpu(to, SCX_KICK_IDLE);
+	kick_cpu(to, SCX_KICK_IDLE);
 	return true;
 }
 
@@ -171,25 +171,35 @@ static bool move_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s32 
  * walk). MOVE_FORBIDDEN: the movable tasks its role does not let run there
  * (may_run_on), to another CPU they may run on (pick_other); on a
  * representative all but its owner and kthreads, on a lent CPU all but the
- * kthreads it serves, on a parked CPU all that may run elsewhere. MOVE_ALL
- * (the drains: the CPU does not serve its queue): every task, the movable
- * ones to another CPU, and what has nowhere else to go (or nowhere now) to
- * the kernel's global queue, which the CPU itself consumes when it runs
- * again. Returns how many it moved.
+ * kthreads it serves, on a parked CPU all that may run elsewhere.
+ * MOVE_MOVABLE (an online CPU that stopped serving its queue): every movable
+ * task; what can run only there stays, for its own dispatch (the global
+ * queue would be no better: a CPU consumes it only when its local queue is
+ * empty). MOVE_ALL (the CPU is going offline): every task, what has nowhere
+ * else to go to the kernel's global queue, which the dying CPU consumes
+ * itself. Returns how many it moved.
  */
+/*
+ * Tasks moved by the current move_queue() call. In memory rather than a
+ * local: the verifier then does not walk the loop once per value of the
+ * count. Only the guard timer calls move_queue(), one run at a time.
+ */
+u32 guard_moved;
+
 u32 move_queue(s32 cpu, u32 mode)
 {
 	struct task_struct *p, *t;
-	u32 moved = 0;
 	s32 to;
 
 	/* A timer is no RCU section of itself; kernels before 7.0 want one here. */
+	WRITE_ONCE(guard_moved, 0);
 	bpf_rcu_read_lock();
 	bpf_for_each(scx_dsq, p, cpu, 0) {
-		if (moved >= CHAMELEON_GUARD_MOVES)
+		if (READ_ONCE(guard_moved) >= CHAMELEON_GUARD_MOVES)
 			break;
-		if (mode == MOVE_FORBIDDEN &&
-		    (!task_movable(p) || may_run_on(p, cpu, PLACE_STAY)))
+		if (mode != MOVE_ALL && !task_movable(p))
+			continue;
+		if (mode == MOVE_FORBIDDEN && may_run_on(p, cpu, PLACE_STAY))
 			continue;
 		to = -1;
 		if (task_movable(p)) {
@@ -200,14 +210,12 @@ u32 move_queue(s32 cpu, u32 mode)
 				bpf_task_release(t);
 			}
 		}
-		if (to >= 0 && move_queued(BPF_FOR_EACH_ITER, p, to))
-			moved++;
-		else if (mode == MOVE_ALL &&
-			 scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_GLOBAL, 0))
-			moved++;
+		if ((to >= 0 && move_queued(BPF_FOR_EACH_ITER, p, to)) ||
+		    (mode == MOVE_ALL && scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_GLOBAL, 0)))
+			WRITE_ONCE(guard_moved, READ_ONCE(guard_moved) + 1);
 	}
 	bpf_rcu_read_unlock();
-	return moved;
+	return READ_ONCE(guard_moved);
 }
 
 /*
@@ -251,8 +259,7 @@ int guard_queue(s32 cpu, u64 now)
 /*
  * Objects whose owner no longer runs on its representative are split; so
  * are those whose waiter that can run nowhere else reached the lending
- * bound. An owner away three guard periods means an earlier look missed it:
- * counted as a broken invariant. A CPU lent to a representative that holds
+ * bound. Such an object that the split leaves fused is a broken invariant. A CPU lent to a representative that holds
  * no object (a broken invariant, role.h) is given back.
  */
 int guard_object(s32 cpu, u64 now)
@@ -266,13 +273,19 @@ int guard_object(s32 cpu, u64 now)
 	w = role_word(cpu);
 	if (chameleon_role_kind(w) == CHAMELEON_ROLE_REP) {
 		u64 away = cpu_run(cpu)->curr_pid != rc->owner ? owner_away_ns(rc, now) : 0;
+		u32 seq = READ_ONCE(rc->seq);
 
-		if (away > 3 * CHAMELEON_GUARD_NS)
-			__sync_fetch_and_add(&invariants.owner_gone, 1);
-		if (away > CHAMELEON_GUARD_NS)
-			split(cpu, CHAMELEON_SPLIT_MIGRATE);
-		else if (lend_due(cpu, now, lend_wait_ns))
+		/*
+		 * An object whose owner is away that no split ends: the same
+		 * decision still fused after the split was asked for.
+		 */
+		if (away > CHAMELEON_GUARD_NS) {
+			if (!split(cpu, CHAMELEON_SPLIT_MIGRATE) && cpu_fused(cpu) &&
+			    READ_ONCE(rc->seq) == seq)
+				__sync_fetch_and_add(&invariants.owner_gone, 1);
+		} else if (lend_due(cpu, now, lend_wait_ns)) {
 			split(cpu, CHAMELEON_SPLIT_BOUND);
+		}
 		return 0;
 	}
 	rep = chameleon_role_with(w);
@@ -280,7 +293,7 @@ int guard_object(s32 cpu, u64 now)
 	    role_word(cpu) == w && role_cas(cpu, CHAMELEON_RE_GIVE_BACK, rep)) {
 		__sync_fetch_and_add(&invariants.lent_to_non_rep, 1);
 		proxy_reclaim(cpu);
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		kick_cpu(cpu, SCX_KICK_IDLE);
 	}
 	return 0;
 }
@@ -303,12 +316,16 @@ static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 	u64 now_j = bpf_jiffies64();
 	u32 cpu;
 
+	/* On a CPU going offline: the timer moves to another one soon (may_kick). */
+	if (!may_kick())
+		goto out;
 	bpf_for(cpu, 0, nr_cpus) {
 		guard_queue(cpu, now);
 		guard_object(cpu, now);
 		starve_check(cpu, now, now_j);
 	}
 	hotplug_guard(now);
+out:
 	bpf_timer_start(timer, CHAMELEON_GUARD_NS, 0);
 	return 0;
 }

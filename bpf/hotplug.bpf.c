@@ -16,7 +16,8 @@
  * scheduling path):
  * - drain: its queue is moved out (move_queue(MOVE_ALL): the movable tasks
  *   to CPUs they may run on, the rest to the kernel's global queue, which
- *   the dying CPU consumes itself: its per-CPU kthreads must run there);
+ *   the dying CPU consumes itself: its per-CPU kthreads must run there; an
+ *   online CPU's unserved queue keeps what can run only there);
  * - dying: until the CPU leaves the kernel's online mask (its hotplug thread
  *   is done waiting), it is kicked so that it schedules again and sees its
  *   runqueue empty.
@@ -62,7 +63,7 @@ void hotplug_cpu_back(s32 cpu)
 	WRITE_ONCE(h->dying, 0);
 	drain_done(h);
 	if (scx_bpf_dsq_nr_queued(cpu))
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
 /*
@@ -112,7 +113,7 @@ int hotplug_guard(u64 now)
 		}
 		/* A lent CPU idles on purpose: the lending bound serves its queue. */
 		if (h->online && !cr->running && !cpu_lent(c))
-			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
+			kick_cpu(c, SCX_KICK_IDLE);
 		if (!cpu_lent(c) &&
 		    (now - READ_ONCE(cr->dispatched_at) > CHAMELEON_RESCUE_NS || away) &&
 		    !h->drain) {
@@ -120,7 +121,7 @@ int hotplug_guard(u64 now)
 			__sync_fetch_and_add(&nr_rescued, 1);
 		}
 		if (h->drain)
-			move_queue(c, MOVE_ALL);
+			move_queue(c, h->online && !h->dying ? MOVE_MOVABLE : MOVE_ALL);
 	}
 	if (!READ_ONCE(nr_to_drain))
 		return 0;
@@ -132,7 +133,7 @@ int hotplug_guard(u64 now)
 		if (!h->dying)
 			continue;
 		if (bpf_cpumask_test_cpu(c, online)) {
-			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
+			kick_cpu(c, SCX_KICK_IDLE);
 		} else {
 			WRITE_ONCE(h->dying, 0);
 			if (!scx_bpf_dsq_nr_queued(c))

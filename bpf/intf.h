@@ -13,6 +13,10 @@ typedef unsigned int u32;
 typedef int s32;
 typedef unsigned long long u64;
 typedef long long s64;
+/* The kernel's (uapi/linux/bpf.h): 4 bytes userspace leaves at 0. */
+struct bpf_spin_lock {
+	u32	val;
+};
 #endif
 
 enum chameleon_consts {
@@ -104,11 +108,18 @@ enum chameleon_assign_flags {
 /*
  * The object the agent assigned to one task (map `assignments`, keyed by
  * pid). cpus[0] is the representative; every power-of-two prefix is itself
- * a valid object, so a partial fuse takes a prefix. A hash-map update swaps
- * the whole value, so BPF never sees a half-written object.
+ * a valid object, so a partial fuse takes a prefix.
+ *
+ * Never read torn: a hash map reuses elements, so a plain update is no
+ * atomic swap. The agent writes a task's value in place under its lock
+ * (BPF_F_LOCK), withdraws an object by writing nr_cpus 0 rather than
+ * deleting it, and deletes the element only once the task has left; BPF
+ * copies the value under the same lock and checks the pid it names.
  */
 struct chameleon_assignment {
-	u32	nr_cpus;	/* 2, 4 or 8 */
+	struct bpf_spin_lock lock;
+	s32	pid;		/* the key, echoed */
+	u32	nr_cpus;	/* 2, 4 or 8; 0: no object (withdrawn) */
 	u32	generation;	/* changes whenever the CPUs change */
 	u32	tax;		/* hundredths, 1..10000 (an auto tag's: the agent's choice) */
 	u32	flags;		/* enum chameleon_assign_flags */
@@ -245,7 +256,7 @@ enum chameleon_role {
  */
 struct chameleon_invariants {
 	u64	lent_to_non_rep;	/* a LENT CPU whose representative holds no object */
-	u64	owner_gone;		/* an object whose owner was away past the guard period */
+	u64	owner_gone;		/* an object whose owner was away past the guard period, left fused */
 	u64	queue_forbidden;	/* a task waited on a CPU whose role forbids it past the bounds */
 	/*
 	 * A CPU both representative and lent cannot be counted: one word

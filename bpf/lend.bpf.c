@@ -211,7 +211,7 @@ int publish_pending(s32 rep, u32 pending, u64 kick_flags, u32 seq)
 		} else if (kick_flags == SCX_KICK_IDLE) {
 			continue;
 		}
-		scx_bpf_kick_cpu(c, kick_flags);
+		kick_cpu(c, kick_flags);
 	}
 	return 0;
 }
@@ -263,7 +263,7 @@ void lend_owed_served(s32 cpu, struct task_struct *p)
 	cl->lend_block_until = 0;
 	rc = rep_ctx(rep);
 	if (rc && role_word(rep) == CHAMELEON_ROLE_NATIVE && cpu_run(rep)->curr_pid == rc->owner)
-		scx_bpf_kick_cpu(rep, SCX_KICK_PREEMPT);
+		kick_cpu(rep, SCX_KICK_PREEMPT);
 }
 
 /*

@@ -113,8 +113,7 @@ static __always_inline bool local_handoff(void)
 struct rq *scx_bpf_locked_rq___chameleon(void) __ksym __weak;
 
 /*
- * From ops.dispatch on @cpu: is a task of a higher class (RT, deadline)
- * queued here? It runs before anything dispatch puts into the local queue,
+ * From ops.dispatch on @cpu: is an RT task queued here? It runs before anything dispatch puts into the local queue,
  * and before 7.1 nobody tells us when that happens to a CPU that was idle:
  * the task would wait in the local queue for the whole burst. It waits in
  * our queue instead, where the others steal it and the guard drains it.
@@ -127,7 +126,8 @@ static bool higher_class_waits(s32 cpu)
 		rq = scx_bpf_locked_rq___chameleon();
 	else if (bpf_ksym_exists(scx_bpf_cpu_rq))
 		rq = scx_bpf_cpu_rq(cpu);
-	return rq && (rq->rt.rt_nr_running || rq->dl.dl_nr_running);
+	/* Not dl_nr_running: it counts the kernel's deadline servers too. */
+	return rq && rq->rt.rt_nr_running;
 }
 
 /*
@@ -161,7 +161,7 @@ static void handoff(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 e
 		scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, queue_vtime(cpu, p->scx.dsq_vtime),
 					 enq_flags);
 	}
-	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	kick_cpu(cpu, SCX_KICK_IDLE);
 	if (st)
 		st->nr_direct++;
 }
@@ -325,10 +325,14 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 * SCX_ENQ_LAST: the task's slice ended and nothing else is queued here.
 	 * Keep it running where the rule lets it. Some kernels (6.16, 7.0)
 	 * have already picked idle when they ask: the kick makes the CPU look.
+	 * Before 7.1, an RT task that wakes here next would find it in the
+	 * local queue with nobody to tell us: it goes through this CPU's own
+	 * queue instead (below), where dispatch leaves it while a higher
+	 * class waits.
 	 */
-	if ((enq_flags & SCX_ENQ_LAST) && here && may_run_on(p, cpu, PLACE_STAY)) {
+	if ((enq_flags & SCX_ENQ_LAST) && here && local_handoff() && may_run_on(p, cpu, PLACE_STAY)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
 
@@ -417,14 +421,57 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		 * may split the object now if its vtime is due.
 		 */
 		if (lent_cpu_runs(cpu, p))
-			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			kick_cpu(cpu, SCX_KICK_IDLE);
 		else
 			waiter_on_lent(cpu, p);
 		return;
 	}
 	/* Wake the CPU if it idles (a pinned task, the representative). */
 	if (!running_here(cpu))
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		kick_cpu(cpu, SCX_KICK_IDLE);
+}
+
+/*
+ * @prev used up its slice on @cpu and nothing else is to run there: it runs
+ * on with a new slice (the kernel keeps a runnable @prev that has a slice
+ * after dispatch), instead of going through enqueue(SCX_ENQ_LAST), an idle
+ * round trip and a self-IPI at every slice end. What stopping() and
+ * running() would have done between the two slices is done here: its vtime
+ * charged and the CPU's clock moved on, an owner's tax charged, a CPU owed
+ * to its waiters released. A tagged task runs on this way only as the owner
+ * of a whole fused object: otherwise its next start tries to fuse (or to
+ * grow a partial object), so it goes through enqueue as before.
+ */
+static bool renew(struct task_struct *p, s32 cpu)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	struct cpu_run *cr = cpu_run(cpu);
+	struct rep_ctx *rc = &reps[CPU_IDX(cpu)];
+	u64 now = bpf_ktime_get_ns(), delta;
+	bool owner;
+
+	if (!tctx)
+		return false;
+	owner = READ_ONCE(rc->owner) == p->pid && cpu_fused(cpu);
+	if (tctx->tagged && !(owner && rc->nr_cpus >= rc->nr_requested))
+		return false;
+	if (tctx->started_at) {
+		delta = now - tctx->started_at;
+		tctx->run_ns += delta;
+		cpu_stats[CPU_IDX(cpu)].busy_ns += delta;
+		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime +
+					   chameleon_vtime_charge(delta, task_weight(p, tctx)));
+	}
+	tctx->started_at = now;
+	cr->vclock = chameleon_vtime_advance(cr->vclock, p->scx.dsq_vtime);
+	cr->curr_vtime = p->scx.dsq_vtime;
+	cr->curr_weight = task_weight(p, tctx);
+	cr->curr_started = now;
+	lend_owed_served(cpu, p);
+	if (owner)
+		charge_tax(p, tctx, cpu, now);
+	p->scx.slice = slice_ns;
+	return true;
 }
 
 /* Fill @cpu's local queue; whether it got a task. */
@@ -463,7 +510,13 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 			return true;
 		}
 	}
-	return !held && steal(cpu);
+	if (!held && steal(cpu))
+		return true;
+	/* Nothing else to run: the task that used up its slice here runs on. */
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && scx_bpf_task_cpu(prev) == cpu &&
+	    may_run_on(prev, cpu, PLACE_STAY))
+		return renew(prev, cpu);
+	return false;
 }
 
 void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
@@ -828,5 +881,14 @@ SCX_OPS_DEFINE(chameleon_ops,
 		* there when cpu_release() re-enqueues that queue: behind an RT
 		* task holding the CPU it waited as long as the RT task ran.
 		*/
-	       .flags		= SCX_OPS_ENQ_LAST | SCX_OPS_ENQ_EXITING,
+	       /*
+		* SCX_OPS_ENQ_MIGRATION_DISABLED: otherwise the kernel puts a
+		* task inside migrate_disable() straight into its CPU's local
+		* queue with a fresh slice, and a CPU kept busy that way never
+		* reaches ops.dispatch nor consumes the global queue: what
+		* waits in our queues there waits for good. Enqueue keeps such
+		* a task on its CPU (task_movable()).
+		*/
+	       .flags		= SCX_OPS_ENQ_LAST | SCX_OPS_ENQ_EXITING |
+				  SCX_OPS_ENQ_MIGRATION_DISABLED,
 	       .name		= "chameleon");

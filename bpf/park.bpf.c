@@ -99,14 +99,14 @@ int chameleon_park(struct chameleon_park_args *args)
 				__sync_fetch_and_sub(&nr_parked, 1);
 				changed++;
 			}
-			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			kick_cpu(cpu, SCX_KICK_IDLE);
 			continue;
 		}
 		if (park_one(cpu)) {
 			__sync_fetch_and_add(&nr_parked, 1);
 			changed++;
 		}
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		kick_cpu(cpu, SCX_KICK_PREEMPT);
 	}
 	return changed;
 }

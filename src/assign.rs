@@ -204,6 +204,7 @@ impl Assigner {
     /// The BPF value for a task's object.
     fn value(&self, pid: i32, obj: &Object) -> bpf_intf::chameleon_assignment {
         let mut a = bpf_intf::chameleon_assignment {
+            pid,
             nr_cpus: obj.cpus.len() as u32,
             generation: obj.gen,
             tax: self.tax_of(pid),
@@ -217,7 +218,7 @@ impl Assigner {
                 }
                 _ => 0,
             },
-            cpus: [-1; bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_CPUS as usize],
+            ..Self::no_object(pid)
         };
         for (slot, &c) in a.cpus.iter_mut().zip(&obj.cpus) {
             *slot = c as i32;
@@ -225,15 +226,45 @@ impl Assigner {
         a
     }
 
-    /// Publish the manager's decisions. One hash-map update replaces a whole
-    /// value, so BPF never sees half an object. `cause_ns`: when the event
-    /// that led to them happened (bpf_ktime_get_ns), to report the delay.
+    /// Write task `pid`'s value in place, under the value's lock
+    /// (BPF_F_LOCK), as BPF reads it (bpf/intf.h): a plain update of a hash
+    /// map can hand BPF a reused element, half this task's and half
+    /// another's.
+    fn write_assignment(map: &dyn MapCore, pid: i32, value: &bpf_intf::chameleon_assignment) -> libbpf_rs::Result<()> {
+        map.update(&pid.to_ne_bytes(), as_bytes(value), MapFlags::LOCK)
+    }
+
+    /// Withdraw task `pid`'s object: nr_cpus 0, in place. The element is
+    /// deleted only once the task has left (TASK_EXIT), so BPF never reads an
+    /// element that is being reused for another task.
+    fn withdraw_assignment(map: &dyn MapCore, pid: i32) -> libbpf_rs::Result<()> {
+        if map.lookup(&pid.to_ne_bytes(), MapFlags::ANY)?.is_none() {
+            return Ok(());
+        }
+        Self::write_assignment(map, pid, &Self::no_object(pid))
+    }
+
+    /// Task `pid`'s value with no object (nr_cpus 0).
+    fn no_object(pid: i32) -> bpf_intf::chameleon_assignment {
+        bpf_intf::chameleon_assignment {
+            lock: bpf_intf::bpf_spin_lock { val: 0 },
+            pid,
+            nr_cpus: 0,
+            generation: 0,
+            tax: 0,
+            flags: 0,
+            cpus: [-1; bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_CPUS as usize],
+        }
+    }
+
+    /// Publish the manager's decisions, each task's value written in place
+    /// under its lock (write_assignment). `cause_ns`: when the event that led
+    /// to them happened (bpf_ktime_get_ns), to report the delay.
     fn publish(&mut self, map: &dyn MapCore, changes: Vec<Change>, cause_ns: Option<u64>) {
         if changes.is_empty() {
             return;
         }
         for ch in &changes {
-            let key = ch.pid.to_ne_bytes();
             match &ch.object {
                 Some(o) => {
                     let value = self.value(ch.pid, o);
@@ -251,14 +282,15 @@ impl Assigner {
                     if self.auto.get(&ch.pid).is_some_and(|a| a.now.withdraw) {
                         continue;
                     }
-                    if let Err(e) = map.update(&key, as_bytes(&value), MapFlags::ANY) {
+                    if let Err(e) = Self::write_assignment(map, ch.pid, &value) {
                         warn!("publishing the object of pid {}: {e}", ch.pid);
                     }
                 }
                 None => {
                     crate::out!("unassign pid={} ts_ns={}", ch.pid, monotonic_ns());
-                    // ENOENT is fine: the task never had an object.
-                    let _ = map.delete(&key);
+                    if let Err(e) = Self::withdraw_assignment(map, ch.pid) {
+                        warn!("withdrawing the object of pid {}: {e}", ch.pid);
+                    }
                 }
             }
         }
@@ -344,7 +376,13 @@ impl Assigner {
                 _ => self.withdraw(ev.pid),
             },
             Kind::TaskExit if self.ignore_exits => Vec::new(),
-            Kind::TaskExit => self.withdraw(ev.pid),
+            Kind::TaskExit => {
+                // Gone from sched_ext: no BPF op reads its element any more.
+                let _ = map.delete(&ev.pid.to_ne_bytes());
+                let mut changes = self.withdraw(ev.pid);
+                changes.retain(|c| c.pid != ev.pid);
+                changes
+            }
             Kind::Sleep if self.requesters.contains_key(&ev.pid) => {
                 self.asleep.entry(ev.pid).or_insert_with(Instant::now);
                 self.manager.set_awake(ev.pid, false);
@@ -579,15 +617,14 @@ impl Assigner {
                 continue;
             }
             let Some(o) = self.manager.object(pid) else { continue };
-            let key = pid.to_ne_bytes();
             let r = if now.withdraw {
                 // BPF splits a fused object at its next tick (RETAG).
-                map.delete(&key)
+                Self::withdraw_assignment(map, pid)
             } else {
                 // Back with the same generation: its virtual threads keep
                 // their places, behind by one exploration's time at most,
                 // which its next fused run repays at its tax.
-                map.update(&key, as_bytes(&self.value(pid, o)), MapFlags::ANY)
+                Self::write_assignment(map, pid, &self.value(pid, o))
             };
             if let Err(e) = r {
                 warn!("auto tax of pid {pid}: {e}");

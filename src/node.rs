@@ -65,7 +65,7 @@ fn capacity_of(opts: &TopologyOpts, c: &scx_utils::Cpu) -> u32 {
     opts.capacity.get(&c.id).copied().unwrap_or(c.kernel_cpu_capacity.unwrap_or(c.cpu_capacity) as u32)
 }
 
-/// The fast CPUs (hybrid.bpf.h): those of the top capacity, from the
+/// The fast CPUs (bpf/fast.bpf.c): those of the top capacity, from the
 /// machine's topology and `--cpu-capacity`. None if the topology cannot be
 /// read or every CPU has the same capacity.
 pub fn fast_cpus_of_topology(opts: &TopologyOpts) -> Vec<usize> {

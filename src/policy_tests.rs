@@ -196,7 +196,7 @@ extern "C" {
     fn host_lend_due(now: u64, since: u64, has_waiter: i32, bound: u64) -> i32;
     fn host_lend_wait_start(now: u64, since: u64, kernel_waited: u64) -> u64;
     fn host_steal_pick(i: u32, nr: u32, near: u32, start: u32) -> i32;
-    fn host_guard_skips(nr_queued: u64, starved_pid: i32, borrowed_by: i32) -> i32;
+    fn host_guard_skips(nr_queued: u64, starved_pid: i32, lent: i32) -> i32;
 }
 
 #[test]

@@ -33,7 +33,7 @@ use crate::bpf_intf::chameleon_consts_CHAMELEON_MAX_CPUS as MAX_CPUS;
 pub struct Opts {
     /// Time slice of a task, in microseconds.
     pub slice_us: u64,
-    /// Hand the kernel performance targets (cpuperf.bpf.h).
+    /// Hand the kernel performance targets (bpf/fast.bpf.c).
     pub cpuperf: bool,
     /// Print every event the policy emits.
     pub print_events: bool,

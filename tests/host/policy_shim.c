@@ -27,7 +27,7 @@ u64 host_group_weight(u64 tw, u64 cw, u64 nr) { return chameleon_group_weight(tw
 u64 host_vtime_cap(u64 v, u64 clock, u64 bound, u64 w) { return chameleon_vtime_cap(v, clock, bound, w); }
 int host_lend_due(u64 now, u64 since, int has, u64 bound) { return chameleon_lend_due(now, since, has, bound); }
 u64 host_lend_wait_start(u64 now, u64 since, u64 waited) { return chameleon_lend_wait_start(now, since, waited); }
-int host_guard_skips(u64 nr_queued, s32 starved_pid, s32 borrowed_by) { return chameleon_guard_skips(nr_queued, starved_pid, borrowed_by); }
+int host_guard_skips(u64 nr_queued, s32 starved_pid, int lent) { return chameleon_guard_skips(nr_queued, starved_pid, lent); }
 int host_steal_pick(u32 i, u32 nr, u32 near, u32 start) { return chameleon_steal_pick(i, nr, near, start); }
 u32 host_tag_object_level(u32 level, u32 smt) { return chameleon_tag_object_level(level, smt); }
 int host_kthread_holds(u64 at, int kt, u64 now, u64 hold) { return chameleon_kthread_holds(at, kt, now, hold); }

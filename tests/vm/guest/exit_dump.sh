@@ -78,7 +78,8 @@ ok "the kernel logged: $(grep -m1 'sched_ext.*errored\|test-only' /tmp/kmsg | cu
 grep -q "^DEBUG DUMP" "$AGENT_LOG" || fail "no DEBUG DUMP"
 dump=$(sed -n '/^DEBUG DUMP/,$p' "$AGENT_LOG")
 for want in "chameleon: run_id=4242" "chameleon: object rep=cpu[0-9]* owner=$s " "CPUs lent" \
-	"borrowed_by=" "chameleon: vcpu=.* tagged=1 fused_rep="; do
+	"role=[0-9]* with=" "invariants broken: lent_to_non_rep=0 owner_gone=0 queue_forbidden=0" \
+	"chameleon: vcpu=.* tagged=1 fused_rep="; do
 	echo "$dump" | grep -q "$want" || fail "the dump lacks '$want'"
 done
 ok "dump: $(echo "$dump" | grep -c .) lines, ours:"

@@ -74,7 +74,7 @@ end_tasks $a
 # Untagged single-threaded load goes to the fast core too: two spinners
 # started on the slow CPUs 0 and 1, then allowed everywhere, run on 2-3
 # (/proc/stat: the slow CPUs idle, the fast ones busy) although neither
-# ever sleeps (the tick moves them, hybrid.bpf.h).
+# ever sleeps (the tick moves them, bpf/fast.bpf.c).
 spin -c 0 $LONG >/dev/null &
 u0=$!
 spin -c 1 $LONG >/dev/null &

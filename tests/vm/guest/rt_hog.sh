@@ -11,7 +11,7 @@
 # on a CPU (run_delay / timeslices) and its longest stretch without running
 # stay within the design's bound for a queue its CPU does not serve: drained
 # by hotplug_guard once nothing has dispatched there for RESCUE = 200 ms
-# (CHAMELEON_RESCUE_NS, bpf/hotplug.bpf.h), checked every guard period
+# (CHAMELEON_RESCUE_NS, bpf/hotplug.bpf.c), checked every guard period
 # (10 ms), then X waits behind CPU 2's two tasks (a slice of 5 ms each).
 # (The 50 ms drain of a CPU the kernel reported taken, CHAMELEON_RELEASE_NS,
 # is not what serves X in this scenario today: the bound is the one that does.)
