@@ -241,7 +241,11 @@ mod tests {
         assert!(text.contains("chameleon_split_total 5\n"), "{text}");
         assert!(text.contains("# HELP chameleon_proxy_served per-CPU kthreads"), "{text}");
         assert!(text.ends_with("# EOF\n"));
-        assert_eq!(text.matches("# TYPE").count(), 21);
+        assert_eq!(text.matches("# TYPE").count(), 25);
+        // The policy's broken-invariant counters are exported, as counters.
+        for name in ["invariant_lent_to_non_rep", "invariant_owner_gone", "invariant_queue_forbidden"] {
+            assert!(text.contains(&format!("# TYPE chameleon_{name} counter\n")), "{name}: {text}");
+        }
         assert!(text.contains("chameleon_proxy_module_loaded 0\n"), "no module: loaded 0\n{text}");
         assert!(!text.contains("sampled_ms"), "the sample's time is not a metric: {text}");
     }
