@@ -336,6 +336,9 @@ s32 pick_idle(struct task_struct *p __arg_trusted);
 s32 pick_other(struct task_struct *p __arg_trusted, s32 cpu);
 bool kwork_lent(s32 cpu) __hidden;
 bool cpu_released(s32 cpu) __hidden;
+bool local_handoff(void) __hidden;
+void handoff(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags) __hidden;
+void direct(struct task_struct *p, struct task_ctx *tctx) __hidden;
 
 /*
  * Who lent @cpu runs: per-CPU kthreads bound to it (work a processor proxy
@@ -388,6 +391,7 @@ int steal(s32 cpu);
 int balance_pull(s32 cpu, u64 mine);
 bool keep_prev(s32 cpu, struct task_struct *prev, bool held) __hidden;
 bool owner_next(s32 cpu, u64 vtime) __hidden;
+bool renew(struct task_struct *p, s32 cpu) __hidden;
 
 /* ---- exec_object.bpf.c ---- */
 int split(s32 rep, u32 reason);
@@ -446,6 +450,7 @@ u64 resume_vtime(s32 cpu, u64 vtime);
 void preempt_release(s32 cpu, struct task_struct *next) __hidden;
 void preempt_acquire(s32 cpu) __hidden;
 u64 released_at(s32 cpu) __hidden;
+bool higher_class_waits(s32 cpu) __hidden;
 
 /* ---- weight.bpf.c ---- */
 u64 weight_cgroup_id(struct cgroup *cgrp) __hidden;

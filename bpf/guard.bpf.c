@@ -51,9 +51,25 @@ u64 jiffies_to_ns(u64 j)
  * bound serves its waiters instead; the kernel's account of the tail's wait
  * backs up our record of when that wait began, so that a wait one path
  * failed to record still ends the lend (exec_object.h). A tail that waited
- * past the bound on a CPU whose role does not let it run there is a broken
- * invariant: the moves and drains should have taken it elsewhere.
+ * past the bound on a CPU whose role has not let it run there for as long
+ * is a broken invariant: the moves, the lending bound and the drains should
+ * have served it.
  */
+/*
+ * How long @c has had the role it has now, as far as it forbids tasks: a
+ * fused representative since its fuse, a lent CPU since its representative's
+ * fuse; 0 for the others (a parked CPU's queue is moved out by the guard,
+ * what stays may run there).
+ */
+static u64 role_for(s32 c, u64 now)
+{
+	u32 w = role_word(c);
+	s32 rep = chameleon_role_kind(w) == CHAMELEON_ROLE_REP ? c : chameleon_role_with(w);
+	struct rep_ctx *rc = rep_ctx(rep);
+
+	return rc && rc->fused_at ? now - rc->fused_at : 0;
+}
+
 int starve_check(s32 c, u64 now, u64 now_j)
 {
 	struct task_struct *p;
@@ -78,7 +94,8 @@ int starve_check(s32 c, u64 now, u64 now_j)
 	bpf_for_each(scx_dsq, p, c, SCX_DSQ_ITER_REV) {
 		u64 waited = jiffies_to_ns(now_j - BPF_CORE_READ(p, scx.runnable_at));
 
-		if (waited > CHAMELEON_STARVE_NS && !may_run_on(p, c, PLACE_STAY))
+		if (waited > CHAMELEON_STARVE_NS && !may_run_on(p, c, PLACE_STAY) &&
+		    role_for(c, now) > CHAMELEON_STARVE_NS)
 			__sync_fetch_and_add(&invariants.queue_forbidden, 1);
 		if (lent) {
 			struct cpu_lend *cl = cpu_lend(c);

@@ -97,40 +97,6 @@ struct task_ctx *task_ctx(struct task_struct *p)
 }
 
 /*
- * May a task be put into another CPU's local queue? Only where the kernel
- * lets us take it back out if a higher class takes that CPU before it runs
- * (7.1+, scx_bpf_dsq_reenq: hotplug_guard). Before, the kernel says nothing
- * when an RT task takes an idle CPU into whose local queue a task was just
- * put, and the task waited the whole RT burst: such a task goes into the
- * CPU's own queue instead, where others steal it and the guard drains it.
- */
-static __always_inline bool local_handoff(void)
-{
-	return __COMPAT_has_generic_reenq();
-}
-
-/* The runqueue whose lock ops.dispatch holds (6.18+), or any CPU's (before). */
-struct rq *scx_bpf_locked_rq___chameleon(void) __ksym __weak;
-
-/*
- * From ops.dispatch on @cpu: is an RT task queued here? It runs before anything dispatch puts into the local queue,
- * and before 7.1 nobody tells us when that happens to a CPU that was idle:
- * the task would wait in the local queue for the whole burst. It waits in
- * our queue instead, where the others steal it and the guard drains it.
- */
-static bool higher_class_waits(s32 cpu)
-{
-	struct rq *rq = NULL;
-
-	if (bpf_ksym_exists(scx_bpf_locked_rq___chameleon))
-		rq = scx_bpf_locked_rq___chameleon();
-	else if (bpf_ksym_exists(scx_bpf_cpu_rq))
-		rq = scx_bpf_cpu_rq(cpu);
-	/* Not dl_nr_running: it counts the kernel's deadline servers too. */
-	return rq && rq->rt.rt_nr_running;
-}
-
-/*
  * @cpu is the CPU we run on and a task (not its idle loop) runs there: it
  * goes through dispatch when that task stops, so it needs no kick.
  */
@@ -142,45 +108,6 @@ static bool running_here(s32 cpu)
 		return false;
 	curr = bpf_get_current_task_btf();
 	return curr->pid != 0;
-}
-
-/*
- * Hand @p to @cpu, whose idle bit the caller took: it cannot miss the task.
- * Into its local queue where that is safe (local_handoff()), else into its
- * own queue, rebased, and the CPU dispatches it first thing.
- */
-static void handoff(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags)
-{
-	struct chameleon_cpu_stats *st = stats_here();
-
-	if (local_handoff()) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
-	} else {
-		repay_resume_lag(p, tctx);
-		rebase_to(p, tctx, cpu);
-		scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, queue_vtime(cpu, p->scx.dsq_vtime),
-					 enq_flags);
-	}
-	kick_cpu(cpu, SCX_KICK_IDLE);
-	if (st)
-		st->nr_direct++;
-}
-
-/*
- * select_cpu found @cpu idle for @p (its idle bit taken): straight to its
- * local queue where that is safe, else enqueue hands it over (wake_idle).
- */
-static void direct(struct task_struct *p, struct task_ctx *tctx)
-{
-	struct chameleon_cpu_stats *st = stats_here();
-
-	if (local_handoff()) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
-		if (st)
-			st->nr_direct++;
-	} else if (tctx) {
-		tctx->wake_idle = 1;
-	}
 }
 
 s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
@@ -429,49 +356,6 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	/* Wake the CPU if it idles (a pinned task, the representative). */
 	if (!running_here(cpu))
 		kick_cpu(cpu, SCX_KICK_IDLE);
-}
-
-/*
- * @prev used up its slice on @cpu and nothing else is to run there: it runs
- * on with a new slice (the kernel keeps a runnable @prev that has a slice
- * after dispatch), instead of going through enqueue(SCX_ENQ_LAST), an idle
- * round trip and a self-IPI at every slice end. What stopping() and
- * running() would have done between the two slices is done here: its vtime
- * charged and the CPU's clock moved on, an owner's tax charged, a CPU owed
- * to its waiters released. A tagged task runs on this way only as the owner
- * of a whole fused object: otherwise its next start tries to fuse (or to
- * grow a partial object), so it goes through enqueue as before.
- */
-static bool renew(struct task_struct *p, s32 cpu)
-{
-	struct task_ctx *tctx = task_ctx(p);
-	struct cpu_run *cr = cpu_run(cpu);
-	struct rep_ctx *rc = &reps[CPU_IDX(cpu)];
-	u64 now = bpf_ktime_get_ns(), delta;
-	bool owner;
-
-	if (!tctx)
-		return false;
-	owner = READ_ONCE(rc->owner) == p->pid && cpu_fused(cpu);
-	if (tctx->tagged && !(owner && rc->nr_cpus >= rc->nr_requested))
-		return false;
-	if (tctx->started_at) {
-		delta = now - tctx->started_at;
-		tctx->run_ns += delta;
-		cpu_stats[CPU_IDX(cpu)].busy_ns += delta;
-		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime +
-					   chameleon_vtime_charge(delta, task_weight(p, tctx)));
-	}
-	tctx->started_at = now;
-	cr->vclock = chameleon_vtime_advance(cr->vclock, p->scx.dsq_vtime);
-	cr->curr_vtime = p->scx.dsq_vtime;
-	cr->curr_weight = task_weight(p, tctx);
-	cr->curr_started = now;
-	lend_owed_served(cpu, p);
-	if (owner)
-		charge_tax(p, tctx, cpu, now);
-	p->scx.slice = slice_ns;
-	return true;
 }
 
 /* Fill @cpu's local queue; whether it got a task. */
@@ -779,13 +663,14 @@ void BPF_STRUCT_OPS(chameleon_cpu_offline, s32 cpu)
 
 		cr->running = 0;
 		cr->curr_pid = 0;
+		/* Offline first: the splits below wait for online CPUs only. */
+		hotplug_cpu_gone(cpu);
 		/* A lent CPU leaving splits its object, and so does its representative. */
 		if (rep >= 0)
 			split(rep, CHAMELEON_SPLIT_OFFLINE);
 		split(cpu, CHAMELEON_SPLIT_OFFLINE);
 		cpu_lend(cpu)->pending_for = 0;
 		cpu_lend(cpu)->local_from = 0;
-		hotplug_cpu_gone(cpu);
 	}
 	__sync_fetch_and_add(&nr_cpu_offline_events, 1);
 	emit(CHAMELEON_EV_CPU_OFFLINE, cpu, NULL, true);

@@ -80,3 +80,21 @@ void preempt_acquire(s32 cpu)
 {
 	WRITE_ONCE(cpu_releases[CPU_IDX(cpu)].released_at, 0);
 }
+
+/*
+ * From ops.dispatch on @cpu: is an RT task queued here? It runs before
+ * anything dispatch puts into the local queue, and before 7.1 nobody tells us
+ * when that happens to a CPU that was idle: the task would wait in the local
+ * queue for the whole burst. It waits in our queue instead, where the others
+ * steal it and the guard drains it. The runqueue is read through the kernel's
+ * per-CPU `runqueues` (every kernel has it; scx_bpf_cpu_rq() is gone from
+ * 6.19), under its lock, which dispatch holds. Not dl_nr_running: it counts
+ * the kernel's deadline servers too.
+ */
+bool higher_class_waits(s32 cpu)
+{
+	struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);
+
+	/* rt_queued: a throttled RT queue is not queued, and we may run then. */
+	return rq && rq->rt.rt_queued && rq->rt.rt_nr_running;
+}

@@ -223,3 +223,48 @@ bool owner_next(s32 cpu, u64 vtime)
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);
 	return !head || !chameleon_vtime_before(head->scx.dsq_vtime, vtime);
 }
+
+/*
+ * @prev used up its slice on @cpu and nothing else is to run there: it runs
+ * on with a new slice (the kernel keeps a runnable @prev that has a slice
+ * after dispatch), instead of going through enqueue(SCX_ENQ_LAST), an idle
+ * round trip and a self-IPI at every slice end. What stopping() and
+ * running() would have done between the two slices is done here: its vtime
+ * charged and the CPU's clock moved on, an owner's tax charged, a CPU owed
+ * to its waiters released. A tagged task runs on this way only as the owner
+ * of a whole fused object: otherwise its next start tries to fuse (or to
+ * grow a partial object), so it goes through enqueue as before; so does a
+ * task on a slow CPU of a hybrid machine, which enqueue may move.
+ */
+bool renew(struct task_struct *p, s32 cpu)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	struct cpu_run *cr = cpu_run(cpu);
+	struct rep_ctx *rc = &reps[CPU_IDX(cpu)];
+	u64 now = bpf_ktime_get_ns(), delta;
+	bool owner;
+
+	/* On a slow CPU it may belong on a fast one: enqueue decides (fast.bpf.c). */
+	if (!tctx || wants_fast(p, cpu))
+		return false;
+	owner = READ_ONCE(rc->owner) == p->pid && cpu_fused(cpu);
+	if (tctx->tagged && !(owner && rc->nr_cpus >= rc->nr_requested))
+		return false;
+	if (tctx->started_at) {
+		delta = now - tctx->started_at;
+		tctx->run_ns += delta;
+		cpu_stats[CPU_IDX(cpu)].busy_ns += delta;
+		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime +
+					   chameleon_vtime_charge(delta, task_weight(p, tctx)));
+	}
+	tctx->started_at = now;
+	cr->vclock = chameleon_vtime_advance(cr->vclock, p->scx.dsq_vtime);
+	cr->curr_vtime = p->scx.dsq_vtime;
+	cr->curr_weight = task_weight(p, tctx);
+	cr->curr_started = now;
+	lend_owed_served(cpu, p);
+	if (owner)
+		charge_tax(p, tctx, cpu, now);
+	p->scx.slice = slice_ns;
+	return true;
+}

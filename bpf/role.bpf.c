@@ -21,6 +21,8 @@
  *
  * The pickers: pick_idle() an idle CPU a task may run on (its idle bit
  * taken), pick_other() that or the nearest allowed CPU in topology order.
+ * A task found an idle CPU is handed to it (handoff(), direct()) so that
+ * the CPU cannot miss it.
  */
 #include "chameleon.bpf.h"
 
@@ -103,4 +105,56 @@ s32 pick_other(struct task_struct *p __arg_trusted, s32 cpu)
 	}
 	bpf_rcu_read_unlock();
 	return c;
+}
+
+/*
+ * May a task be put into another CPU's local queue? Only where the kernel
+ * lets us take it back out if a higher class takes that CPU before it runs
+ * (7.1+, scx_bpf_dsq_reenq: hotplug_guard). Before, the kernel says nothing
+ * when an RT task takes an idle CPU into whose local queue a task was just
+ * put, and the task waited the whole RT burst: such a task goes into the
+ * CPU's own queue instead, where others steal it and the guard drains it.
+ */
+bool local_handoff(void)
+{
+	return __COMPAT_has_generic_reenq();
+}
+
+/*
+ * Hand @p to @cpu, whose idle bit the caller took: it cannot miss the task.
+ * Into its local queue where that is safe (local_handoff()), else into its
+ * own queue, rebased, and the CPU dispatches it first thing.
+ */
+void handoff(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags)
+{
+	struct chameleon_cpu_stats *st = stats_here();
+
+	if (local_handoff()) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
+	} else {
+		repay_resume_lag(p, tctx);
+		rebase_to(p, tctx, cpu);
+		scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, queue_vtime(cpu, p->scx.dsq_vtime),
+					 enq_flags);
+	}
+	kick_cpu(cpu, SCX_KICK_IDLE);
+	if (st)
+		st->nr_direct++;
+}
+
+/*
+ * select_cpu found @cpu idle for @p (its idle bit taken): straight to its
+ * local queue where that is safe, else enqueue hands it over (wake_idle).
+ */
+void direct(struct task_struct *p, struct task_ctx *tctx)
+{
+	struct chameleon_cpu_stats *st = stats_here();
+
+	if (local_handoff()) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		if (st)
+			st->nr_direct++;
+	} else if (tctx) {
+		tctx->wake_idle = 1;
+	}
 }

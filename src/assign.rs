@@ -377,11 +377,10 @@ impl Assigner {
             },
             Kind::TaskExit if self.ignore_exits => Vec::new(),
             Kind::TaskExit => {
-                // Gone from sched_ext: no BPF op reads its element any more.
+                // Gone from sched_ext: no BPF op reads its element any more,
+                // and its own withdrawal (published below) finds none to write.
                 let _ = map.delete(&ev.pid.to_ne_bytes());
-                let mut changes = self.withdraw(ev.pid);
-                changes.retain(|c| c.pid != ev.pid);
-                changes
+                self.withdraw(ev.pid)
             }
             Kind::Sleep if self.requesters.contains_key(&ev.pid) => {
                 self.asleep.entry(ev.pid).or_insert_with(Instant::now);
