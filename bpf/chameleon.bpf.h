@@ -45,6 +45,8 @@ extern u64 tags_gen;
 #define CHAMELEON_WAIT_BOUND_NS	(1000ULL * 1000 * 1000)
 /* Period of the guard timer: well inside the lending bound. */
 #define CHAMELEON_GUARD_NS	(10ULL * 1000 * 1000)
+/* A guard this late is restarted from a tick on another CPU (guard_watch). */
+#define CHAMELEON_GUARD_LATE_NS	(4 * CHAMELEON_GUARD_NS)
 /* Well under the watchdog (timeout_ms 10 s), above any wait we mean to impose. */
 #define CHAMELEON_STARVE_NS	(1000ULL * 1000 * 1000)
 
@@ -151,6 +153,7 @@ extern u64 nr_events_dropped, nr_demand_dropped;		/* events */
 extern u32 nr_to_drain;						/* hotplug */
 extern u64 nr_rescued;						/* hotplug */
 extern u64 nr_starved;						/* guard */
+extern u64 nr_guard_restarts;					/* guard */
 extern u32 nr_parked;						/* park */
 extern bool proxy_on;						/* exec_object */
 
@@ -335,7 +338,7 @@ bool role_cas(s32 cpu, u32 ev, s32 arg);
 s32 pick_idle(struct task_struct *p __arg_trusted);
 s32 pick_other(struct task_struct *p __arg_trusted, s32 cpu);
 bool kwork_lent(s32 cpu) __hidden;
-bool cpu_released(s32 cpu) __hidden;
+bool cpu_held(s32 cpu) __hidden;
 bool local_handoff(void) __hidden;
 void handoff(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags) __hidden;
 void direct(struct task_struct *p, struct task_ctx *tctx) __hidden;
@@ -366,7 +369,8 @@ static __always_inline bool may_run_on(struct task_struct *p, s32 cpu, u32 why)
 {
 	if (!cpu_valid(cpu) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 		return false;
-	if (why == PLACE_NEW && (!cpu_online(cpu) || cpu_released(cpu)))
+	if (why == PLACE_NEW && (!cpu_online(cpu) || cpu_held(cpu) ||
+				 READ_ONCE(cpu_hps[CPU_IDX(cpu)].drain)))
 		return false;
 	switch (role_kind(cpu)) {
 	case CHAMELEON_ROLE_REP:
@@ -433,6 +437,7 @@ int guard_queue(s32 cpu, u64 now);
 int guard_object(s32 cpu, u64 now);
 int starve_check(s32 cpu, u64 now, u64 now_j);
 s32 guard_start(void) __hidden;
+void guard_watch(u64 now) __hidden;
 bool dispatch_starved(s32 cpu) __hidden;
 u64 jiffies_to_ns(u64 j) __hidden;
 

@@ -14,9 +14,9 @@ void dump_all(void)
 	u64 now = bpf_ktime_get_ns();
 	u32 cpu, nr_objects = 0, nr_lent = 0;
 
-	scx_bpf_dump("chameleon: run_id=%llu up=%llums tags_gen=%llu nr_to_drain=%u rescued=%llu starved=%llu events dropped=%llu (demand %llu)\n",
+	scx_bpf_dump("chameleon: run_id=%llu up=%llums tags_gen=%llu nr_to_drain=%u rescued=%llu starved=%llu guard_restarts=%llu events dropped=%llu (demand %llu)\n",
 		     run_id, (now - init_at) / 1000000, tags_gen, nr_to_drain,
-		     nr_rescued, nr_starved, nr_events_dropped, nr_demand_dropped);
+		     nr_rescued, nr_starved, nr_guard_restarts, nr_events_dropped, nr_demand_dropped);
 	scx_bpf_dump("chameleon: invariants broken: lent_to_non_rep=%llu owner_gone=%llu queue_forbidden=%llu\n",
 		     invariants.lent_to_non_rep, invariants.owner_gone, invariants.queue_forbidden);
 	bpf_for(cpu, 0, nr_cpus) {

@@ -341,7 +341,7 @@ static void grow_partial(struct task_ctx *tctx, struct chameleon_assignment *a,
 
 	if (!rc || !cpu_fused(cpu) || rc->owner != pid ||
 	    rc->generation != a->generation || rc->nr_cpus >= a->nr_cpus ||
-	    a->nr_cpus > CHAMELEON_OBJ_MAX_CPUS || now - rc->fused_at < min_gran_ns)
+	    a->nr_cpus > CHAMELEON_OBJ_MAX_CPUS || chameleon_time_since(now, rc->fused_at) < min_gran_ns)
 		return;
 	if (chameleon_fuse_size(a->nr_cpus, borrowable(tctx, a, cpu, now)) > rc->nr_cpus)
 		split(cpu, CHAMELEON_SPLIT_GROW);

@@ -69,7 +69,7 @@ static inline int chameleon_must_split(u64 fused_ns, u64 min_gran_ns,
 static inline int chameleon_lend_due(u64 now, u64 wait_since, int has_waiter,
 				     u64 bound_ns)
 {
-	return has_waiter && wait_since && now - wait_since >= bound_ns;
+	return has_waiter && wait_since && chameleon_time_since(now, wait_since) >= bound_ns;
 }
 
 /*

@@ -38,6 +38,8 @@ struct {
 } guard_timer SEC(".maps");
 
 u64 nr_starved;		/* tasks served out of vtime order by dispatch_starved */
+u64 guard_ran_at;	/* when guard_fn last ran (guard_watch) */
+u64 nr_guard_restarts;	/* late guards restarted by guard_watch */
 
 u64 jiffies_to_ns(u64 j)
 {
@@ -67,7 +69,7 @@ static u64 role_for(s32 c, u64 now)
 	s32 rep = chameleon_role_kind(w) == CHAMELEON_ROLE_REP ? c : chameleon_role_with(w);
 	struct rep_ctx *rc = rep_ctx(rep);
 
-	return rc && rc->fused_at ? now - rc->fused_at : 0;
+	return rc && rc->fused_at ? chameleon_time_since(now, rc->fused_at) : 0;
 }
 
 int starve_check(s32 c, u64 now, u64 now_j)
@@ -92,7 +94,7 @@ int starve_check(s32 c, u64 now, u64 now_j)
 	/* Outside ops, older kernels want the DSQ walked under RCU. */
 	bpf_rcu_read_lock();
 	bpf_for_each(scx_dsq, p, c, SCX_DSQ_ITER_REV) {
-		u64 waited = jiffies_to_ns(now_j - BPF_CORE_READ(p, scx.runnable_at));
+		u64 waited = jiffies_to_ns(chameleon_time_since(now_j, BPF_CORE_READ(p, scx.runnable_at)));
 
 		if (waited > CHAMELEON_STARVE_NS && !may_run_on(p, c, PLACE_STAY) &&
 		    role_for(c, now) > CHAMELEON_STARVE_NS)
@@ -146,7 +148,7 @@ static u64 owner_away_ns(struct rep_ctx *rc, u64 now)
 
 	if (!since || chameleon_vtime_before(since, rc->fused_at))
 		since = rc->fused_at;
-	return now - since;
+	return chameleon_time_since(now, since);
 }
 
 /* Tasks one guard run moves from one queue: the walk stays short. */
@@ -333,9 +335,15 @@ static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 	u64 now_j = bpf_jiffies64();
 	u32 cpu;
 
-	/* On a CPU going offline: the timer moves to another one soon (may_kick). */
+	/*
+	 * On a CPU going offline it does nothing (may_kick) and so counts as
+	 * late: a tick elsewhere moves it there (guard_watch). Left here, it
+	 * would not kick the dying CPU that the kernel's own hotplug thread
+	 * waits in the local queue of.
+	 */
 	if (!may_kick())
 		goto out;
+	WRITE_ONCE(guard_ran_at, now);
 	bpf_for(cpu, 0, nr_cpus) {
 		guard_queue(cpu, now);
 		guard_object(cpu, now);
@@ -364,5 +372,30 @@ s32 guard_start(void)
 		return ret;
 	}
 	bpf_timer_set_callback(&g->timer, guard_fn);
+	WRITE_ONCE(guard_ran_at, bpf_ktime_get_ns());
 	return bpf_timer_start(&g->timer, CHAMELEON_GUARD_NS, 0);
+}
+
+/*
+ * From ops.tick: a guard late by CHAMELEON_GUARD_LATE_NS is restarted here,
+ * which moves its timer to this CPU. The timer runs in softirq context on
+ * the CPU that armed it; there an RT task that never sleeps leaves the
+ * softirqs that overrun to ksoftirqd, an scx task that does not run while
+ * the RT task does, and every bound the guard enforces would wait with it
+ * (seen on 6.18: the guard's CPU taken by an RT hog, a task stranded 5 s).
+ * One CPU wins the restart (the CAS); the others see a fresh time.
+ */
+void guard_watch(u64 now)
+{
+	u64 at = READ_ONCE(guard_ran_at);
+	struct guard *g;
+	u32 key = 0;
+
+	if (!at || chameleon_time_since(now, at) < CHAMELEON_GUARD_LATE_NS || !may_kick())
+		return;
+	if (!__sync_bool_compare_and_swap(&guard_ran_at, at, now))
+		return;
+	g = bpf_map_lookup_elem(&guard_timer, &key);
+	if (g && !bpf_timer_start(&g->timer, 0, 0))
+		__sync_fetch_and_add(&nr_guard_restarts, 1);
 }

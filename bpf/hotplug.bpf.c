@@ -115,7 +115,7 @@ int hotplug_guard(u64 now)
 		if (h->online && !cr->running && !cpu_lent(c))
 			kick_cpu(c, SCX_KICK_IDLE);
 		if (!cpu_lent(c) &&
-		    (now - READ_ONCE(cr->dispatched_at) > CHAMELEON_RESCUE_NS || away) &&
+		    (chameleon_time_since(now, READ_ONCE(cr->dispatched_at)) > CHAMELEON_RESCUE_NS || away) &&
 		    !h->drain) {
 			drain_start(h);
 			__sync_fetch_and_add(&nr_rescued, 1);

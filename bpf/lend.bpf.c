@@ -183,7 +183,7 @@ u32 begin_decision(s32 rep, u64 now)
 	WRITE_ONCE(rc->seq, prev + 1);
 	barrier();
 	if ((u32)__sync_fetch_and_and(&rc->pending, ~0xffffffffULL))
-		emit_object(rep, now - rc->decision_at, CHAMELEON_EVF_SUPERSEDED, prev);
+		emit_object(rep, chameleon_time_since(now, rc->decision_at), CHAMELEON_EVF_SUPERSEDED, prev);
 	return prev + 1;
 }
 
@@ -281,7 +281,7 @@ int waiter_due(s32 rep, struct task_ctx *owner, u64 now)
 	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
 		struct task_struct *w = __COMPAT_scx_bpf_dsq_peek(c);
 
-		if (chameleon_must_split(now - rc->fused_at, min_gran_ns, w != NULL,
+		if (chameleon_must_split(chameleon_time_since(now, rc->fused_at), min_gran_ns, w != NULL,
 					 w ? w->scx.dsq_vtime : 0, owner->vruntimes[i]))
 			return 1;
 	}
@@ -321,7 +321,7 @@ int waiter_on_lent(s32 cpu, struct task_struct *waiter __arg_trusted)
 		return split(rep, CHAMELEON_SPLIT_EXIT);
 	octx = rc->flags & CHAMELEON_ASSIGN_HOLD ? NULL :
 		task_ctx(owner);
-	if (octx && chameleon_must_split(now - rc->fused_at, min_gran_ns, true,
+	if (octx && chameleon_must_split(chameleon_time_since(now, rc->fused_at), min_gran_ns, true,
 					 waiter->scx.dsq_vtime, octx->vruntimes[obj_idx(pos)]))
 		split(rep, CHAMELEON_SPLIT_WAKE);
 	bpf_task_release(owner);

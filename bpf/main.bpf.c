@@ -334,7 +334,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 * Only into an empty local queue, only while the CPU is ours, and only
 	 * where the kernel can take it back out (local_handoff()).
 	 */
-	if (rep >= 0 && local_handoff() && !(enq_flags & SCX_ENQ_REENQ) && !cpu_released(cpu) &&
+	if (rep >= 0 && local_handoff() && !(enq_flags & SCX_ENQ_REENQ) && !cpu_held(cpu) &&
 	    may_run_on(p, cpu, PLACE_STAY) && owner_next(cpu, vtime)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 		return;
@@ -451,10 +451,12 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
+	u64 now = bpf_ktime_get_ns();
 
 	if (!cpu_valid(cpu))
 		return;
-	perf_update(cpu, bpf_ktime_get_ns());
+	guard_watch(now);
+	perf_update(cpu, now);
 	if (READ_ONCE(reps[CPU_IDX(cpu)].owner) == p->pid) {
 		object_tick(p, cpu);
 		return;

@@ -13,10 +13,15 @@ u64 released_at(s32 cpu)
 	return cpu_valid(cpu) ? READ_ONCE(cpu_releases[CPU_IDX(cpu)].released_at) : 0;
 }
 
-/* A higher class holds @cpu now (cpu_release without cpu_acquire yet). */
-bool cpu_released(s32 cpu)
+/*
+ * A higher class holds @cpu: the kernel said so (cpu_release, no cpu_acquire
+ * yet), or an RT task is queued there. The kernel says nothing when an RT
+ * task takes a CPU that was idle (no scx task ran there to be released), and
+ * a task put there (a move, an idle pick) would wait as long as it runs.
+ */
+bool cpu_held(s32 cpu)
 {
-	return released_at(cpu) != 0;
+	return released_at(cpu) != 0 || higher_class_waits(cpu);
 }
 
 /*
@@ -82,14 +87,15 @@ void preempt_acquire(s32 cpu)
 }
 
 /*
- * From ops.dispatch on @cpu: is an RT task queued here? It runs before
- * anything dispatch puts into the local queue, and before 7.1 nobody tells us
- * when that happens to a CPU that was idle: the task would wait in the local
- * queue for the whole burst. It waits in our queue instead, where the others
- * steal it and the guard drains it. The runqueue is read through the kernel's
- * per-CPU `runqueues` (every kernel has it; scx_bpf_cpu_rq() is gone from
- * 6.19), under its lock, which dispatch holds. Not dl_nr_running: it counts
- * the kernel's deadline servers too.
+ * Is an RT task queued on @cpu? It runs before anything dispatch puts into
+ * the local queue, and nobody tells us when that happens to a CPU that was
+ * idle: before 7.1, ops.dispatch there leaves its queue alone meanwhile (the
+ * task would wait in the local queue for the whole burst; in ours the others
+ * steal it and the guard drains it), and no placement picks such a CPU
+ * (cpu_held). The runqueue is read through the kernel's per-CPU `runqueues`
+ * (every kernel has it; scx_bpf_cpu_rq() is gone from 6.19): under its lock
+ * from dispatch, a hint from elsewhere. Not dl_nr_running: it counts the
+ * kernel's deadline servers too.
  */
 bool higher_class_waits(s32 cpu)
 {

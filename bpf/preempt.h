@@ -20,6 +20,8 @@
 #ifndef __CHAMELEON_PREEMPT_H
 #define __CHAMELEON_PREEMPT_H
 
+#include "vtime.h"
+
 /*
  * How long a CPU a higher class took keeps its queue to itself. Longer than
  * the emulation's longest idle period (5 ms nominal at 50 %, at most 3x that
@@ -36,13 +38,13 @@
 static inline int chameleon_kthread_holds(u64 released_at, int by_kthread,
 					  u64 now, u64 hold_ns)
 {
-	return released_at && by_kthread && now - released_at < hold_ns;
+	return released_at && by_kthread && chameleon_time_since(now, released_at) < hold_ns;
 }
 
 /* A CPU a higher class took at @released_at has been away too long: drain it. */
 static inline int chameleon_released_long(u64 released_at, u64 now, u64 hold_ns)
 {
-	return released_at && now - released_at >= hold_ns;
+	return released_at && chameleon_time_since(now, released_at) >= hold_ns;
 }
 
 /*

@@ -14,8 +14,9 @@
  *   ones, any kthread on a kernel-work context);
  * - PARKED: only what can run nowhere else.
  * A task that is to be put somewhere new (PLACE_NEW) also needs the CPU
- * online and not held by a higher class (cpu_release), whose queue it would
- * wait in for as long as the higher class runs. The CPU a task is already
+ * online, not held by a higher class (cpu_held), whose queue it would wait
+ * in for as long as the higher class runs, and not draining (its queue is
+ * unserved: the guard would move it back out, two drains in turn). The CPU a task is already
  * queued on keeps it (PLACE_STAY) while its role allows it, online or not:
  * the drains see to queues of CPUs that stopped serving them.
  *

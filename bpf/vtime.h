@@ -31,6 +31,17 @@ static inline int chameleon_vtime_before(u64 a, u64 b)
 	return (s64)(a - b) < 0;
 }
 
+/*
+ * How long ago @at was at @now, 0 if @at is later. A timer or a hook takes
+ * @now once and then reads timestamps other CPUs keep writing: one written
+ * in between is newer than @now, and a plain subtraction reads it as 584
+ * years ago.
+ */
+static inline u64 chameleon_time_since(u64 now, u64 at)
+{
+	return (s64)(now - at) > 0 ? now - at : 0;
+}
+
 /* Virtual time a task of @weight accrues for running @delta_ns. */
 static inline u64 chameleon_vtime_charge(u64 delta_ns, u64 weight)
 {

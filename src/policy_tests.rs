@@ -417,3 +417,22 @@ fn perf_target_follows_use_with_headroom() {
         assert_eq!(host_perf_target(0, 0), 1024);
     }
 }
+
+extern "C" {
+    fn host_time_since(now: u64, at: u64) -> u64;
+}
+
+/// The guard takes `now` once and then reads timestamps other CPUs keep
+/// writing: one written after `now` is no time ago, not 584 years (which
+/// split objects as "owner away", drained served queues and ended lends).
+#[test]
+fn a_timestamp_newer_than_now_is_no_time_ago() {
+    unsafe {
+        let now = 1000 * MS;
+        assert_eq!(host_time_since(now, now - 5 * MS), 5 * MS);
+        assert_eq!(host_time_since(now, now + 1), 0);
+        assert_eq!(host_lend_due(now, now + 1, 1, 50 * MS), 0, "a wait that began after now is not due");
+        assert_eq!(host_released_long(now + 1, now, 50 * MS), 0, "a release after now is not long");
+        assert_eq!(host_released_long(now - 50 * MS, now, 50 * MS), 1);
+    }
+}

@@ -43,3 +43,4 @@ u32 host_role_step(u32 old, u32 ev, s32 arg) { return chameleon_role_step(old, e
 u32 host_role_lent(s32 rep) { return chameleon_role_lent(rep); }
 s32 host_role_with(u32 word) { return chameleon_role_with(word); }
 int host_role_lent_ok(u32 word, u32 rep_word) { return chameleon_role_lent_ok(word, rep_word); }
+u64 host_time_since(u64 now, u64 at) { return chameleon_time_since(now, at); }
