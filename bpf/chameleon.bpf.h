@@ -387,7 +387,7 @@ static __always_inline bool may_run_on(struct task_struct *p, s32 cpu, u32 why)
 struct task_ctx *task_ctx(struct task_struct *p) __hidden;
 
 /* ---- queue.bpf.c ---- */
-struct chameleon_steal_order *steal_order(s32 cpu) __hidden;
+struct chameleon_steal_order *steal_order(s32 cpu, u32 *nr) __hidden;
 void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu) __hidden;
 u64 queue_vtime(s32 cpu, u64 vtime) __hidden;
 void repay_resume_lag(struct task_struct *p, struct task_ctx *tctx) __hidden;

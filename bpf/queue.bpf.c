@@ -18,11 +18,19 @@ struct {
 	__type(value, struct chameleon_steal_order);
 } steal_orders SEC(".maps");
 
-struct chameleon_steal_order *steal_order(s32 cpu)
+/* @cpu's steal order and its length (*@nr, bounded), or NULL. */
+struct chameleon_steal_order *steal_order(s32 cpu, u32 *nr)
 {
+	struct chameleon_steal_order *o;
 	u32 key = cpu;
 
-	return bpf_map_lookup_elem(&steal_orders, &key);
+	*nr = 0;
+	if (!cpu_valid(cpu))
+		return NULL;
+	o = bpf_map_lookup_elem(&steal_orders, &key);
+	if (o)
+		*nr = o->nr < CHAMELEON_MAX_CPUS ? o->nr : CHAMELEON_MAX_CPUS;
+	return o;
 }
 
 /*
@@ -103,17 +111,14 @@ int steal(s32 cpu)
 {
 	struct chameleon_steal_order *o;
 	struct cpu_run *cr;
-	u32 key = cpu, i, nr, near;
+	u32 i, nr, near;
 	int k;
 	s32 victim;
 
-	if (!cpu_valid(cpu))
-		return 0;
-	cr = cpu_run(cpu);
-	o = bpf_map_lookup_elem(&steal_orders, &key);
+	o = steal_order(cpu, &nr);
 	if (!o)
 		return 0;
-	nr = o->nr < CHAMELEON_MAX_CPUS ? o->nr : CHAMELEON_MAX_CPUS;
+	cr = cpu_run(cpu);
 	near = o->nr_near;
 	bpf_for(i, 0, CHAMELEON_STEAL_SCAN) {
 		k = chameleon_steal_pick(i, nr, near, cr->steal_start);
@@ -144,18 +149,13 @@ int balance_pull(s32 cpu, u64 mine)
 {
 	struct chameleon_steal_order *o;
 	struct cpu_run *cr;
-	u32 key = cpu, nr, k;
+	u32 nr, k;
 	s32 victim;
 
-	if (!cpu_valid(cpu))
+	o = steal_order(cpu, &nr);
+	if (!o || !nr)
 		return 0;
 	cr = cpu_run(cpu);
-	o = bpf_map_lookup_elem(&steal_orders, &key);
-	if (!o)
-		return 0;
-	nr = o->nr < CHAMELEON_MAX_CPUS ? o->nr : CHAMELEON_MAX_CPUS;
-	if (!nr)
-		return 0;
 	k = cr->balance_idx;
 	if (k >= nr)
 		k = 0;

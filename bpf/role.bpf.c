@@ -87,10 +87,9 @@ s32 pick_other(struct task_struct *p __arg_trusted, s32 cpu)
 	c = pick_idle(p);
 	if (c >= 0)
 		return c;
-	o = steal_order(cpu);
+	o = steal_order(cpu, &nr);
 	if (!o)
 		return -1;
-	nr = o->nr < CHAMELEON_MAX_CPUS ? o->nr : CHAMELEON_MAX_CPUS;
 	c = -1;
 	bpf_rcu_read_lock();
 	bpf_for(i, 0, CHAMELEON_OTHER_SCAN) {

@@ -16,6 +16,7 @@
 # over the whole set as
 #   BENCH bpf p SCHED PROG RUN_NS RUN_CNT
 . /opt/chameleon/guest/lib.sh
+. /opt/chameleon/guest/bench_lib.sh
 TEST=bench_overhead
 rounds=$1
 wanted=,$2,
@@ -38,16 +39,7 @@ start_sched() {
 	eevdf) return 0 ;;
 	chameleon) start_agent ;;
 	chameleon-tags) start_agent --tag idle=level:1,tax:1 ;;
-	scx_*)
-		"$1" >/tmp/$1.log 2>&1 &
-		PEER_PID=$!
-		t0=$(now_ms)
-		until [ "$(state)" = enabled ]; do
-			kill -0 $PEER_PID 2>/dev/null || fail "$1 exited: $(tail -n 3 /tmp/$1.log | tr '\n' '|')"
-			[ $(( $(now_ms) - t0 )) -lt 60000 ] || fail "$1 not enabled in 60 s"
-			usleep 20000
-		done
-		ok "$1 attached (ops $(ops))" ;;
+	scx_*) start_peer "$1" ;;
 	*) fail "unknown scheduler $1" ;;
 	esac
 }
@@ -55,21 +47,10 @@ stop_sched() {
 	case $1 in
 	eevdf) ;;
 	chameleon*) stop_agent ;;
-	scx_*)
-		kill -INT $PEER_PID
-		wait $PEER_PID
-		wait_state disabled 30000 >/dev/null || fail "$1 did not detach" ;;
+	scx_*) stop_peer "$1" ;;
 	esac
 }
 
-# The struct_ops programs loaded now: "name run_time_ns run_cnt" per line.
-bpf_progs() {
-	bpftool prog show 2>/dev/null | awk '
-		/^[0-9]+: struct_ops/ { name = ""; for (i = 1; i <= NF; i++) if ($i == "name") name = $(i + 1) }
-		/run_time_ns/ && name != "" { for (i = 1; i <= NF; i++) {
-			if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
-			print name, t, c; name = "" }'
-}
 
 # seconds from perf's "Total time: X [sec]" / hackbench's "Time: X"
 total_time() { sed -n 's/.*Total time: *\([0-9.]*\).*/\1/p; s/^Time: *\([0-9.]*\).*/\1/p' | tail -n 1; }

@@ -16,6 +16,7 @@
 # kernel's own scheduling path around them. TCG inflates every absolute:
 # compare schedulers within one boot, and one boot's ratios with another's.
 . /opt/chameleon/guest/lib.sh
+. /opt/chameleon/guest/bench_lib.sh
 TEST=bench_scale
 reps=$1
 shift
@@ -27,39 +28,17 @@ echo 0 >/proc/sys/kernel/bpf_stats_enabled || fail "no bpf_stats_enabled"
 start_sched() {
 	case $1 in
 	chameleon) start_agent ;;
-	scx_*)
-		"$1" >/tmp/$1.log 2>&1 &
-		PEER_PID=$!
-		t0=$(now_ms)
-		until [ "$(state)" = enabled ]; do
-			kill -0 $PEER_PID 2>/dev/null || fail "$1 exited: $(tail -n 3 /tmp/$1.log | tr '\n' '|')"
-			[ $(( $(now_ms) - t0 )) -lt 60000 ] || fail "$1 not enabled in 60 s"
-			usleep 20000
-		done
-		ok "$1 attached (ops $(ops))" ;;
+	scx_*) start_peer "$1" ;;
 	*) fail "unknown scheduler $1" ;;
 	esac
 }
 stop_sched() {
 	case $1 in
 	chameleon) stop_agent ;;
-	scx_*)
-		kill -INT $PEER_PID
-		wait $PEER_PID
-		wait_state disabled 30000 >/dev/null || fail "$1 did not detach" ;;
+	scx_*) stop_peer "$1" ;;
 	esac
 }
 
-# The struct_ops programs loaded now: "name run_time_ns run_cnt" per line
-# (bpftool gives the full function name from BTF where the kernel's is cut
-# at 15 characters).
-bpf_progs() {
-	bpftool prog show 2>/dev/null | awk '
-		/^[0-9]+: struct_ops/ { name = ""; for (i = 1; i <= NF; i++) if ($i == "name") name = $(i + 1) }
-		/run_time_ns/ && name != "" { for (i = 1; i <= NF; i++) {
-			if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
-			print name, t, c; name = "" }'
-}
 
 for sched in $scheds; do
 	start_sched $sched

@@ -1,0 +1,36 @@
+#!/bin/sh
+# What the benchmarks share (sourced after lib.sh): the peer schedulers
+# (scx_cosmos, scx_bpfland... put in the guest by tests/vm/run --with) and
+# the kernel's bpf_stats of the struct_ops programs loaded.
+
+# start_peer NAME: run the peer scheduler NAME until sched_ext is enabled
+# (60 s at most); PEER_PID is its pid.
+start_peer() {
+	"$1" >/tmp/$1.log 2>&1 &
+	PEER_PID=$!
+	_t0=$(now_ms)
+	until [ "$(state)" = enabled ]; do
+		kill -0 $PEER_PID 2>/dev/null || fail "$1 exited: $(tail -n 3 /tmp/$1.log | tr '\n' '|')"
+		[ $(( $(now_ms) - _t0 )) -lt 60000 ] || fail "$1 not enabled in 60 s"
+		usleep 20000
+	done
+	ok "$1 attached (ops $(ops))"
+}
+
+# stop_peer NAME: SIGINT, as a user would, and wait for sched_ext to detach.
+stop_peer() {
+	kill -INT $PEER_PID
+	wait $PEER_PID
+	wait_state disabled 30000 >/dev/null || fail "$1 did not detach"
+}
+
+# The struct_ops programs loaded now: "name run_time_ns run_cnt" per line
+# (bpftool gives the full function name from BTF where the kernel's is cut
+# at 15 characters).
+bpf_progs() {
+	bpftool prog show 2>/dev/null | awk '
+		/^[0-9]+: struct_ops/ { name = ""; for (i = 1; i <= NF; i++) if ($i == "name") name = $(i + 1) }
+		/run_time_ns/ && name != "" { for (i = 1; i <= NF; i++) {
+			if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
+			print name, t, c; name = "" }'
+}
