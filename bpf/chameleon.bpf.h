@@ -45,8 +45,15 @@ extern u64 tags_gen;
 #define CHAMELEON_WAIT_BOUND_NS	(1000ULL * 1000 * 1000)
 /* Period of the guard timer: well inside the lending bound. */
 #define CHAMELEON_GUARD_NS	(10ULL * 1000 * 1000)
-/* A guard this late is restarted from a tick on another CPU (guard_watch). */
-#define CHAMELEON_GUARD_LATE_NS	(4 * CHAMELEON_GUARD_NS)
+/*
+ * Its period while nothing is queued, fused, lent, parked or draining on any
+ * CPU: there is nothing it bounds, and an idle machine is woken 10 times a
+ * second rather than 100. A task queued meanwhile waits at most this much
+ * longer for the guard's bounds, all of which are longer.
+ */
+#define CHAMELEON_GUARD_IDLE_NS	(10 * CHAMELEON_GUARD_NS)
+/* A guard this late past its period is restarted from a tick (guard_watch). */
+#define CHAMELEON_GUARD_LATE_NS	(3 * CHAMELEON_GUARD_NS)
 /* Well under the watchdog (timeout_ms 10 s), above any wait we mean to impose. */
 #define CHAMELEON_STARVE_NS	(1000ULL * 1000 * 1000)
 
@@ -154,6 +161,7 @@ extern u32 nr_to_drain;						/* hotplug */
 extern u64 nr_rescued;						/* hotplug */
 extern u64 nr_starved;						/* guard */
 extern u64 nr_guard_restarts;					/* guard */
+extern u64 nr_guard_runs;					/* guard */
 extern u32 nr_parked;						/* park */
 extern bool proxy_on;						/* exec_object */
 

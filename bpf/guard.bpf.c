@@ -39,6 +39,8 @@ struct {
 
 u64 nr_starved;		/* tasks served out of vtime order by dispatch_starved */
 u64 guard_ran_at;	/* when guard_fn last ran (guard_watch) */
+u64 guard_period;	/* the period it set then */
+u64 nr_guard_runs;	/* passes over the CPUs */
 u64 nr_guard_restarts;	/* late guards restarted by guard_watch */
 
 u64 jiffies_to_ns(u64 j)
@@ -320,7 +322,10 @@ int guard_object(s32 cpu, u64 now)
 /*
  * Every CHAMELEON_GUARD_NS, one pass over the CPUs: their queues
  * (guard_queue), their objects (guard_object), starved tasks
- * (starve_check); then hotplug and unserved queues (hotplug_guard).
+ * (starve_check); then hotplug and unserved queues (hotplug_guard). Every
+ * CHAMELEON_GUARD_IDLE_NS instead when the pass found nothing queued (ours
+ * or a local queue), no CPU in a role other than NATIVE and nothing
+ * draining.
  */
 static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 {
@@ -332,7 +337,8 @@ static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 			      (now - init_at) / 1000000);
 		return 0;
 	}
-	u64 now_j = bpf_jiffies64();
+	u64 now_j = bpf_jiffies64(), period = CHAMELEON_GUARD_NS;
+	bool active = READ_ONCE(nr_to_drain);
 	u32 cpu;
 
 	/*
@@ -343,15 +349,22 @@ static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 	 */
 	if (!may_kick())
 		goto out;
-	WRITE_ONCE(guard_ran_at, now);
 	bpf_for(cpu, 0, nr_cpus) {
 		guard_queue(cpu, now);
 		guard_object(cpu, now);
 		starve_check(cpu, now, now_j);
+		if (scx_bpf_dsq_nr_queued(cpu) || scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) ||
+		    role_word(cpu) != CHAMELEON_ROLE_NATIVE)
+			active = true;
 	}
 	hotplug_guard(now);
+	if (!active)
+		period = CHAMELEON_GUARD_IDLE_NS;
+	WRITE_ONCE(guard_period, period);
+	WRITE_ONCE(guard_ran_at, now);
+	__sync_fetch_and_add(&nr_guard_runs, 1);
 out:
-	bpf_timer_start(timer, CHAMELEON_GUARD_NS, 0);
+	bpf_timer_start(timer, period, 0);
 	return 0;
 }
 
@@ -372,12 +385,14 @@ s32 guard_start(void)
 		return ret;
 	}
 	bpf_timer_set_callback(&g->timer, guard_fn);
+	WRITE_ONCE(guard_period, CHAMELEON_GUARD_NS);
 	WRITE_ONCE(guard_ran_at, bpf_ktime_get_ns());
 	return bpf_timer_start(&g->timer, CHAMELEON_GUARD_NS, 0);
 }
 
 /*
- * From ops.tick: a guard late by CHAMELEON_GUARD_LATE_NS is restarted here,
+ * From ops.tick: a guard late by CHAMELEON_GUARD_LATE_NS past its period
+ * (guard_period: CHAMELEON_GUARD_IDLE_NS while nothing is queued) is restarted here,
  * which moves its timer to this CPU. The timer runs in softirq context on
  * the CPU that armed it; there an RT task that never sleeps leaves the
  * softirqs that overrun to ksoftirqd, an scx task that does not run while
@@ -391,7 +406,8 @@ void guard_watch(u64 now)
 	struct guard *g;
 	u32 key = 0;
 
-	if (!at || chameleon_time_since(now, at) < CHAMELEON_GUARD_LATE_NS || !may_kick())
+	if (!at || chameleon_time_since(now, at) < READ_ONCE(guard_period) + CHAMELEON_GUARD_LATE_NS ||
+	    !may_kick())
 		return;
 	if (!__sync_bool_compare_and_swap(&guard_ran_at, at, now))
 		return;

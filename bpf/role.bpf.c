@@ -123,14 +123,19 @@ bool local_handoff(void)
 /*
  * Hand @p to @cpu, whose idle bit the caller took: it cannot miss the task.
  * Into its local queue where that is safe (local_handoff()), else into its
- * own queue, rebased, and the CPU dispatches it first thing.
+ * own queue, rebased, and the CPU dispatches it first thing. The local
+ * insert is SCX_ENQ_IMMED where the kernel has it (7.1+; the loader reads 0
+ * elsewhere): if @cpu turns out not to be free for @p (an RT task woke
+ * there first, another task is in its local queue), the kernel hands @p
+ * back to enqueue at once (SCX_ENQ_REENQ), where cpu_held() now keeps it
+ * off @cpu, instead of leaving it behind for a guard period.
  */
 void handoff(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags)
 {
 	struct chameleon_cpu_stats *st = stats_here();
 
 	if (local_handoff()) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags | SCX_ENQ_IMMED);
 	} else {
 		repay_resume_lag(p, tctx);
 		rebase_to(p, tctx, cpu);
@@ -144,14 +149,15 @@ void handoff(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flag
 
 /*
  * select_cpu found @cpu idle for @p (its idle bit taken): straight to its
- * local queue where that is safe, else enqueue hands it over (wake_idle).
+ * local queue where that is safe (SCX_ENQ_IMMED, as handoff()), else
+ * enqueue hands it over (wake_idle).
  */
 void direct(struct task_struct *p, struct task_ctx *tctx)
 {
 	struct chameleon_cpu_stats *st = stats_here();
 
 	if (local_handoff()) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, SCX_ENQ_IMMED);
 		if (st)
 			st->nr_direct++;
 	} else if (tctx) {

@@ -591,7 +591,7 @@ impl<'a> Scheduler<'a> {
         assign.remove_status();
         let bss = self.skel.maps.bss_data.as_ref().expect(".bss is mapped");
         crate::out!(
-            "summary events={} dropped={} demand_dropped={} cpu_online={} cpu_offline={} rescued={} starved={} guard_restarts={} {} {}",
+            "summary events={} dropped={} demand_dropped={} cpu_online={} cpu_offline={} rescued={} starved={} guard_runs={} guard_restarts={} {} {}",
             nr_events,
             bss.nr_events_dropped,
             bss.nr_demand_dropped,
@@ -599,6 +599,7 @@ impl<'a> Scheduler<'a> {
             bss.nr_cpu_offline_events,
             bss.nr_rescued,
             bss.nr_starved,
+            bss.nr_guard_runs,
             bss.nr_guard_restarts,
             invariants_line(&bss.invariants),
             totals(&self.skel, self.nr_cpus).since(&start)
