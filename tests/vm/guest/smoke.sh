@@ -5,9 +5,8 @@
 # at least 90 % of its run time by our count; by the kernel's, it runs on its
 # representative and the lent CPU idles), tax ordering (tax 0.01 fuses a
 # clearly larger share than tax 100 against a competitor pinned to CPU 1, by
-# our count and by CPU 1's idle time), tags (a cgroup tagged live: a task in
-# it fuses), hotplug under load, SIGTERM.
-# Never loads the module: it is built for the primary kernel only.
+# our count and by the time CPU 1 runs no task), tags (a cgroup tagged live:
+# a task in it fuses), hotplug under load, SIGTERM. Never loads the module.
 . /opt/chameleon/guest/lib.sh
 
 kver=$(uname -r)
@@ -69,14 +68,18 @@ accounts_for "fuse: CPU 0 (A's representative)" "$2" "$1"
 [ "$3" -ge 900 ] || fail "fuse: lent CPU 1 idle only $3 ‰ of the window (A fused $pct% by our count)"
 
 # --- tax ordering: A tagged, B pinned to CPU 1 --------------------------------
-# B is always runnable on CPU 1, so CPU 1 idles only while it is lent to A:
-# the kernel's CPU 1 idle (with B's schedstat, adding up to the window) must
-# order the taxes as our fused share does.
+# B is always runnable on CPU 1, so CPU 1 runs nothing only while it is lent
+# to A: the rest of the window after what the kernel accounts as run on
+# CPU 1 is the time it was lent, and must agree with our fused share and
+# order the taxes as it does. Run on CPU 1: the larger of B's schedstat and
+# CPU 1's rq_cpu_time (run1), which counts the agent, the shell and kthreads
+# there too but only as each task leaves the CPU (B renewed for a whole
+# window reads low). Not /proc/stat's idle: on 6.16-7.0 a
+# lent CPU's idle sometimes stops accruing for most of the window while B
+# waits there (idle + B came to 183-362 per mille in 7 of 12 runs), which
+# says nothing about lending; it is printed, not asserted.
 # The kernel's side of lending is asserted at the end (late), after tags,
-# hotplug and SIGTERM: on 6.16-7.0 /proc/stat's idle of a lent CPU 1 at tax
-# 0.01 sometimes stops accruing for most of the window (tests/run lists it as
-# an expected failure there, with what is known), and the rest must still be
-# checked on them.
+# hotplug and SIGTERM, so that those run whatever it finds.
 late=
 for tax in 100 0.01; do
 	scx_chameleon tag seq --tax $tax >/dev/null || fail "cannot set tax $tax"
@@ -86,31 +89,27 @@ for tax in 100 0.01; do
 	spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
 	a=$!
 	wait_log "^assign pid=$a .* tax=$(printf %.2f $tax)" 5000 "A (pid $a) was not assigned with tax $tax"
-	shares r 3000 $b cpu1
+	shares r 3000 $b cpu1 run1
 	set -- $r
 	end_tasks $a $b
 	pct=$(fused_share $a)
-	ok "tax $tax: A fused $pct% with B on CPU 1; kernel, 3 s: CPU 1 idle $2 ‰, B ran $1 ‰"
+	busy=$3; [ "$1" -gt "$busy" ] && busy=$1
+	lent=$(( 1000 - busy ))
+	ok "tax $tax: A fused $pct% with B on CPU 1; kernel, 3 s: CPU 1 ran tasks $3 ‰ (B $1 ‰), so lent $lent ‰; /proc/stat idle $2 ‰"
 	[ "$pct" -le 100 ] || fail "tax $tax: fused $pct% of its run time: fused time > run time"
-	# CPU 1's idle reads high, about 4 ms per lend (fuse_tax): at tax
-	# 0.01, ~15 lends a second, idle + B came to 994-1062 ‰, hence 120.
-	tol=80; [ "$tax" = 0.01 ] && tol=120
-	sum=$(( $1 + $2 )) d=$(( $1 + $2 - 1000 )); [ $d -lt 0 ] && d=$(( -d ))
-	[ "$d" -le "$tol" ] ||
-		late="$late; tax $tax: idle $2 ‰ + B's $1 ‰ = $sum ‰ of the window (want 1000 ± $tol)"
-	# Lent time is idle time: our fused share and CPU 1's idle agree
+	# Lent time is time CPU 1 runs nothing: our fused share and it agree
 	# within 15 points (as in fuse_tax; A's life is the window and a few
 	# hundred ms before and after it).
-	d=$(( $2 / 10 - pct )); [ $d -lt 0 ] && d=$(( -d ))
-	[ "$d" -le 15 ] || late="$late; tax $tax: A fused $pct% by our count but CPU 1 idle $2 ‰"
+	d=$(( lent / 10 - pct )); [ $d -lt 0 ] && d=$(( -d ))
+	[ "$d" -le 15 ] || late="$late; tax $tax: A fused $pct% by our count but CPU 1 ran nothing $lent ‰"
 	t=$(echo $tax | tr . _)
-	eval "pct_$t=$pct idle_$t=$2"
+	eval "pct_$t=$pct lent_$t=$lent"
 done
 [ "$pct_0_01" -ge $(( pct_100 + 25 )) ] ||
 	fail "tax ordering: fused $pct_0_01% at tax 0.01, not clearly above $pct_100% at tax 100"
 ok "tax ordering (our count): $pct_100% at tax 100 < $pct_0_01% at tax 0.01"
-[ "$idle_0_01" -ge $(( idle_100 + 250 )) ] ||
-	late="$late; tax ordering: CPU 1 idle $idle_0_01 ‰ at tax 0.01, not clearly above $idle_100 ‰ at tax 100"
+[ "$lent_0_01" -ge $(( lent_100 + 250 )) ] ||
+	late="$late; tax ordering: CPU 1 ran nothing $lent_0_01 ‰ at tax 0.01, not clearly above $lent_100 ‰ at tax 100"
 
 # --- tags: a cgroup tagged while the agent runs --------------------------------
 out=$(scx_chameleon tag live --level 1 --tax 1) || fail "tag live: $out"
@@ -143,5 +142,5 @@ ok "hotplug: cpu3 offline/online under load, still enabled, hotplug_seq $seq0 ->
 stop_agent
 grep -q "event  *cpu_offline cpu=3" "$AGENT_LOG" || fail "agent saw no cpu_offline event"
 [ -z "$late" ] || fail "lent CPU 1: the kernel's accounting disagrees with lending${late}"
-ok "the kernel's accounting of the lent CPU: idle + B add up, idle follows our fused share, tax 0.01 idles it $idle_0_01 ‰ against $idle_100 ‰ at tax 100"
+ok "the kernel's accounting of the lent CPU: its run time is B's, the rest follows our fused share, tax 0.01 lends it $lent_0_01 ‰ against $lent_100 ‰ at tax 100"
 pass

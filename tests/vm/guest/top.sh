@@ -43,6 +43,9 @@ wait_screen "DISCONNECTED" "no disconnected state after the agent died"
 [ -z "$(cat /tmp/top.rc 2>/dev/null)" ] || fail "top exited when the agent died: $(cat /tmp/top.rc)"
 ok "agent killed: top shows DISCONNECTED and keeps running"
 wait_state disabled 2000 >/dev/null || fail "scheduler still enabled"
+# Gone for good before the next one starts: the scheduler is disabled as the
+# dying agent's files close, its instance lock a moment later.
+wait "$AGENT_PID" 2>/dev/null
 start_agent
 wait_screen "connected  fuse/s" "top did not reconnect"
 ok "agent back: top reconnected"

@@ -4,7 +4,13 @@
  * in tenths of a percent of that window, one line per WHAT:
  *   PID   the CPU time the kernel accounted to the task
  *         (/proc/PID/schedstat, first field);
- *   cpuN  the time CPU N spent idle (/proc/stat, idle + iowait).
+ *   cpuN  the time CPU N spent idle (/proc/stat, idle + iowait);
+ *   runN  the time tasks ran on CPU N (/proc/schedstat, rq_cpu_time: the
+ *         run time of every task but the idle task, summed as each leaves
+ *         the CPU), which does not rest on idle accounting. On 6.16-7.0
+ *         the idle of a CPU whose queue holds a waiting task but that runs
+ *         nothing (a lent CPU) sometimes stops accruing: its idle and its
+ *         tasks' time then add up to far less than the window.
  *
  * One process reads the clock and every counter back to back at both ends, so
  * the window is exact to microseconds; a shell doing the same with a fork per
@@ -73,8 +79,32 @@ static long long idle_ns(const char *cpu)
 	return ns;
 }
 
+/* rq_cpu_time of CPU N (`run` N) in ns, -1 if it has no line (offline). */
+static long long cpu_run_ns(const char *what)
+{
+	unsigned long long v[7];
+	char line[512], name[32], want[32];
+	long long ns = -1;
+	FILE *f = fopen("/proc/schedstat", "r");
+
+	if (!f)
+		return -1;
+	snprintf(want, sizeof(want), "cpu%s", what + 3);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%31s %llu %llu %llu %llu %llu %llu %llu", name, &v[0], &v[1],
+			   &v[2], &v[3], &v[4], &v[5], &v[6]) == 8 && !strcmp(name, want)) {
+			ns = (long long)v[6];
+			break;
+		}
+	}
+	fclose(f);
+	return ns;
+}
+
 static long long sample(const char *what)
 {
+	if (!strncmp(what, "run", 3))
+		return cpu_run_ns(what);
 	return strncmp(what, "cpu", 3) ? run_ns(what) : idle_ns(what);
 }
 
@@ -86,7 +116,7 @@ int main(int argc, char **argv)
 	long ms;
 
 	if (argc < 3 || n > MAX_ITEMS || (ms = atol(argv[1])) <= 0) {
-		fprintf(stderr, "usage: cpu_share MS PID|cpuN... (at most %d)\n", MAX_ITEMS);
+		fprintf(stderr, "usage: cpu_share MS PID|cpuN|runN... (at most %d)\n", MAX_ITEMS);
 		return 2;
 	}
 	t0 = now_ns();
