@@ -416,7 +416,6 @@ u32 borrowable(struct task_ctx *tctx, struct chameleon_assignment *a, s32 rep, u
 int try_fuse(struct task_struct *p __arg_trusted, struct task_ctx *tctx,
 	     struct chameleon_assignment *a, s32 cpu, u64 t0);
 int object_tick(struct task_struct *p __arg_trusted, s32 cpu);
-int object_retry(struct task_struct *p __arg_trusted, s32 cpu);
 int place_vthreads(struct task_ctx *tctx, struct chameleon_assignment *a);
 int charge_tax(struct task_struct *p __arg_trusted, struct task_ctx *tctx, s32 cpu, u64 now);
 void proxy_check_abi(void) __hidden;

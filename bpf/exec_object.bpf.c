@@ -516,31 +516,6 @@ int object_running(struct task_struct *p __arg_trusted, s32 cpu)
  * manager took the object away or changed it, a waiter on a lent CPU reached
  * the lending bound, or one is due by its vtime (§4.3.2).
  */
-/*
- * From ops.tick: a tagged task running unfused on its representative tries
- * the fuse again. running() is where a task tries, at each start; a task
- * the kernel keeps running past its slice end without a new start never
- * would until it stops (7.0.13: after each split by the lending bound the
- * owner went 210-430 ms without enqueue or running(), and the object
- * re-fused that much later, against 10-20 ms on 6.16).
- */
-int object_retry(struct task_struct *p __arg_trusted, s32 cpu)
-{
-	struct chameleon_assignment a;
-	struct task_ctx *tctx = task_ctx(p);
-
-	if (!tctx || !tctx->tagged || role_word(cpu) != CHAMELEON_ROLE_NATIVE)
-		return 0;
-	if (!assignment_of(p, &a) || a.cpus[0] != cpu || a.nr_cpus < 2)
-		return 0;
-	if (tctx->assign_gen != a.generation)
-		place_vthreads(tctx, &a);
-	try_fuse(p, tctx, &a, cpu, bpf_ktime_get_ns());
-	if (cpu_fused(cpu))
-		perf_set(cpu, SCX_CPUPERF_ONE);
-	return 0;
-}
-
 int object_tick(struct task_struct *p __arg_trusted, s32 cpu)
 {
 	struct chameleon_assignment a;

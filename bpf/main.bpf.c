@@ -459,10 +459,8 @@ void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 	perf_update(cpu, now);
 	if (READ_ONCE(reps[CPU_IDX(cpu)].owner) == p->pid) {
 		object_tick(p, cpu);
-		if (cpu_fused(cpu))
-			return;
+		return;
 	}
-	object_retry(p, cpu);
 	/* On a slow CPU while a fast one idles: enqueue moves it. */
 	if (wants_fast(p, cpu) && fast_cpu_idles(p))
 		p->scx.slice = 0;
