@@ -269,13 +269,16 @@ static __always_inline bool is_pcpu_kthread(struct task_struct *p)
 	return (p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1;
 }
 
+/* role.bpf.c: is @p inside migrate_disable()? */
+bool task_migration_disabled(struct task_struct *p __arg_trusted);
+
 /*
  * Could @p run on some other CPU than the one it is on? Not inside
  * migrate_disable(), whose narrowed cpus_ptr nr_cpus_allowed does not show.
  */
 static __always_inline bool task_movable(struct task_struct *p)
 {
-	return p->nr_cpus_allowed > 1 && !is_migration_disabled(p);
+	return p->nr_cpus_allowed > 1 && !task_migration_disabled(p);
 }
 
 /*

@@ -486,7 +486,7 @@ int object_running(struct task_struct *p __arg_trusted, s32 cpu)
 		 * local queue by the kernel without asking us: a kick would
 		 * preempt it again and again. It keeps a short slice instead.
 		 */
-		if (is_migration_disabled(p))
+		if (task_migration_disabled(p))
 			p->scx.slice = p->scx.slice < min_gran_ns ? p->scx.slice : min_gran_ns;
 		else
 			kick_cpu(cpu, SCX_KICK_PREEMPT);

@@ -301,7 +301,7 @@ int guard_object(s32 cpu, u64 now)
 		 * decision still fused after the split was asked for.
 		 */
 		if (away > CHAMELEON_GUARD_NS) {
-			if (!split(cpu, CHAMELEON_SPLIT_MIGRATE) && cpu_fused(cpu) &&
+			if (!split(cpu, CHAMELEON_SPLIT_AWAY) && cpu_fused(cpu) &&
 			    READ_ONCE(rc->seq) == seq)
 				__sync_fetch_and_add(&invariants.owner_gone, 1);
 		} else if (lend_due(cpu, now, lend_wait_ns)) {

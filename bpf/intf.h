@@ -138,6 +138,7 @@ enum chameleon_split_reason {
 	CHAMELEON_SPLIT_BOUND		= 8,	/* a waiter on a lent CPU reached the lending bound */
 	CHAMELEON_SPLIT_MIGRATE		= 9,	/* the fused task left its representative */
 	CHAMELEON_SPLIT_GROW		= 10,	/* a partial object refused whole (its CPUs came free) */
+	CHAMELEON_SPLIT_AWAY		= 11,	/* the guard found the fused task off its representative */
 };
 
 /* Kinds of event sent through the ring buffer to the agent. */

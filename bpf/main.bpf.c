@@ -202,7 +202,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu = scx_bpf_task_cpu(p), rep, idle = -1, kw, fast;
 	struct task_ctx *tctx = task_ctx(p);
 	struct chameleon_cpu_stats *st = stats_here();
-	bool here = true, wake_idle;
+	bool here = true, wake_idle, movable;
 	u64 vtime;
 
 	if (!tctx || !cpu_valid(cpu)) {
@@ -212,6 +212,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 	wake_idle = tctx->wake_idle;
 	tctx->wake_idle = 0;
+	movable = task_movable(p);
 	/*
 	 * A retag reaches a task that never sleeps here; a waking task had
 	 * its check in runnable() just now.
@@ -227,12 +228,12 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	if (rep >= 0) {
 		here = cpu == rep;
 		cpu = rep;
-	} else if ((p->flags & PF_KTHREAD) && task_movable(p) && (kw = kwork_sibling(cpu)) >= 0 &&
+	} else if ((p->flags & PF_KTHREAD) && movable && (kw = kwork_sibling(cpu)) >= 0 &&
 		   bpf_cpumask_test_cpu(kw, p->cpus_ptr)) {
 		/* Kernel work off a kwork representative, to its sibling. */
 		here = false;
 		cpu = kw;
-	} else if (task_movable(p) && !may_run_on(p, cpu, PLACE_STAY)) {
+	} else if (movable && !may_run_on(p, cpu, PLACE_STAY)) {
 		s32 other = pick_other(p, cpu);
 
 		if (other >= 0) {
@@ -271,12 +272,17 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 * turns there would keep the CPU out of ops.dispatch), and not a task
 	 * re-enqueued from a local queue (SCX_ENQ_REENQ: the CPU is not ours;
 	 * back in, the next drain would re-enqueue it again). No kick: an
-	 * insert into a local queue reschedules the CPU if it idles.
+	 * insert into a local queue reschedules the CPU if it idles. Except
+	 * when the task is being put with SCX_ENQ_LAST: the CPU has picked idle
+	 * already and the insert does not undo that (7.0.13: the task waited
+	 * in its local queue until the guard's starvation bound).
 	 */
-	if (!task_movable(p) && !(enq_flags & SCX_ENQ_REENQ) && !cpu_lent(cpu) &&
+	if (!movable && !(enq_flags & SCX_ENQ_REENQ) && !cpu_lent(cpu) &&
 	    !cpu_parked(cpu) && !scx_bpf_dsq_nr_queued(cpu) &&
 	    !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
+		if (enq_flags & SCX_ENQ_LAST)
+			kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
 
@@ -286,7 +292,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 * waits for its representative; one re-enqueued after a kthread's
 	 * turn waits in front of its own queue (below).
 	 */
-	if (rep < 0 && task_movable(p) && !((enq_flags & SCX_ENQ_REENQ) && kthread_holds(cpu))) {
+	if (rep < 0 && movable && !((enq_flags & SCX_ENQ_REENQ) && kthread_holds(cpu))) {
 		if (wake_idle && here && may_run_on(p, cpu, PLACE_NEW))
 			idle = cpu;
 		else if (here && may_run_on(p, cpu, PLACE_NEW) && scx_bpf_test_and_clear_cpu_idle(cpu))
@@ -353,8 +359,11 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 			waiter_on_lent(cpu, p);
 		return;
 	}
-	/* Wake the CPU if it idles (a pinned task, the representative). */
-	if (!running_here(cpu))
+	/*
+	 * Wake the CPU if it idles (a pinned task, the representative), or is
+	 * about to (SCX_ENQ_LAST: the task is being put and idle picked).
+	 */
+	if ((enq_flags & SCX_ENQ_LAST) || !running_here(cpu))
 		kick_cpu(cpu, SCX_KICK_IDLE);
 }
 

@@ -45,6 +45,27 @@ bool role_cas(s32 cpu, u32 ev, s32 arg)
 }
 
 /*
+ * Is @p inside migrate_disable()? As common.bpf.h's is_migration_disabled(),
+ * but the one ambiguous case (a count of 1 on the current task, which the BPF
+ * prolog may have taken) is settled by the prolog probe run at attach
+ * (scx_lib_init_probe), never by CONFIG_PREEMPT_RCU: where libbpf cannot read
+ * the kernel's config that reads as 0, and every task being put would count
+ * as pinned (7.0.13 in the VM, whose config Debian no longer ships). Global:
+ * verified once, not at each of its inlined callers' sites.
+ */
+bool task_migration_disabled(struct task_struct *p __arg_trusted)
+{
+	u32 md;
+
+	if (!bpf_core_field_exists(p->migration_disabled))
+		return false;
+	md = p->migration_disabled;
+	if (md == 1 && __scx_prolog_disables_migration)
+		return bpf_get_current_task_btf() != p;
+	return md;
+}
+
+/*
  * An idle CPU @p may run on, its idle bit taken, or -1. The kernel's idle
  * tracking hands out lent CPUs and representatives between two runs of their
  * owner like any other idle CPU; each one passed over keeps its idle bit

@@ -97,6 +97,7 @@ pub fn split_reason(raw: u32) -> &'static str {
         bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_BOUND => "bound",
         bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_MIGRATE => "migrate",
         bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_GROW => "grow",
+        bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_AWAY => "away",
         _ => "unknown",
     }
 }
