@@ -52,6 +52,15 @@ extern u64 tags_gen;
  * longer for the guard's bounds, all of which are longer.
  */
 #define CHAMELEON_GUARD_IDLE_NS	(10 * CHAMELEON_GUARD_NS)
+/*
+ * An object whose owner stayed off its representative this long is split
+ * (guard_object): the lent CPUs idle for nothing meanwhile, while nobody
+ * waits on them longer than the lending bound whatever this is. Three guard
+ * periods, not one: a per-CPU kthread's short turn there keeps the object,
+ * and under emulation (TCG, 32 vCPUs on one host thread) such a turn spans
+ * the other vCPUs' turns, tens of ms of the guest's clock.
+ */
+#define CHAMELEON_AWAY_NS	(3 * CHAMELEON_GUARD_NS)
 /* A guard this late past its period is restarted from a tick (guard_watch). */
 #define CHAMELEON_GUARD_LATE_NS	(3 * CHAMELEON_GUARD_NS)
 /* Well under the watchdog (timeout_ms 10 s), above any wait we mean to impose. */
@@ -385,7 +394,7 @@ static __always_inline bool may_run_on(struct task_struct *p, s32 cpu, u32 why)
 		return false;
 	switch (role_kind(cpu)) {
 	case CHAMELEON_ROLE_REP:
-		return (p->flags & PF_KTHREAD) || READ_ONCE(reps[CPU_IDX(cpu)].owner) == p->pid;
+		return is_pcpu_kthread(p) || READ_ONCE(reps[CPU_IDX(cpu)].owner) == p->pid;
 	case CHAMELEON_ROLE_LENT:
 		return lent_cpu_runs(cpu, p);
 	case CHAMELEON_ROLE_PARKED:

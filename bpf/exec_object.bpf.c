@@ -30,8 +30,8 @@
  *   cpu_release) or by another task (not a kthread: its turn is short),
  *   runs elsewhere, exits or loses its tag;
  * - the guard timer checks both every CHAMELEON_GUARD_NS even if no hook of
- *   the object's CPUs runs (an owner off its representative that long is
- *   split).
+ *   the object's CPUs runs (an owner off its representative for
+ *   CHAMELEON_AWAY_NS is split).
  *
  * Concurrency: the roles of the CPUs involved change only along role.h's
  * state machine, by CAS. Only the representative fuses (in running()): it

@@ -300,7 +300,7 @@ int guard_object(s32 cpu, u64 now)
 		 * An object whose owner is away that no split ends: the same
 		 * decision still fused after the split was asked for.
 		 */
-		if (away > CHAMELEON_GUARD_NS) {
+		if (away > CHAMELEON_AWAY_NS) {
 			if (!split(cpu, CHAMELEON_SPLIT_AWAY) && cpu_fused(cpu) &&
 			    READ_ONCE(rc->seq) == seq)
 				__sync_fetch_and_add(&invariants.owner_gone, 1);

@@ -257,7 +257,7 @@ enum chameleon_role {
  */
 struct chameleon_invariants {
 	u64	lent_to_non_rep;	/* a LENT CPU whose representative holds no object */
-	u64	owner_gone;		/* an object whose owner was away past the guard period, left fused */
+	u64	owner_gone;		/* an object whose owner was away past CHAMELEON_AWAY_NS, left fused */
 	u64	queue_forbidden;	/* a task waited on a CPU whose role forbids it past the bounds */
 	/*
 	 * A CPU both representative and lent cannot be counted: one word

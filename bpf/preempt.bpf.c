@@ -59,7 +59,7 @@ u64 resume_vtime(s32 cpu, u64 vtime)
  * A kthread bound here changes nothing: kmod_proxy's idle injection (the
  * emulation makes the CPU slower, it does not take it away), the stopper, a
  * threaded interrupt: their turns are short, the object stays, and the guard
- * splits if the owner stays away for CHAMELEON_GUARD_NS. Anyone else may
+ * splits if the owner stays away for CHAMELEON_AWAY_NS. Anyone else may
  * hold the CPU for long: a fused owner gives its CPUs back. The local queue
  * goes back to enqueue either way (the caller): the kernel says this once
  * until the CPU is ours again, so an RT task that follows the kthread would

@@ -7,9 +7,11 @@
  * it runs:
  * - NATIVE, FUSING, SPLITTING: anyone (a representative is FUSING or
  *   SPLITTING only for the few instructions of a fuse or split);
- * - REP: its owner, and kthreads, whose turn is short and ends nothing; any
- *   other task would take the representative from its owner and end the
- *   object (running());
+ * - REP: its owner, and per-CPU kthreads bound there, whose turn is short
+ *   and ends nothing; a kthread that may run elsewhere goes elsewhere (on
+ *   the representative it kept the owner off, past the guard's bound, at 32
+ *   vCPUs: an unbound kworker, kdamond); any other task would take the
+ *   representative from its owner and end the object (running());
  * - LENT: only the kthreads a processor proxy would serve there (per-CPU
  *   ones, any kthread on a kernel-work context);
  * - PARKED: only what can run nowhere else.

@@ -39,7 +39,7 @@ pub struct Metrics {
     #[stat(desc = "broken invariant: a CPU lent to a representative that holds no object (a policy bug)")]
     #[serde(default)]
     pub invariant_lent_to_non_rep: u64,
-    #[stat(desc = "broken invariant: an object whose owner was away past the guard period and stayed fused (a policy bug)")]
+    #[stat(desc = "broken invariant: an object whose owner was away past three guard periods and stayed fused (a policy bug)")]
     #[serde(default)]
     pub invariant_owner_gone: u64,
     #[stat(desc = "broken invariant: a task waited past the wait bound on a CPU whose role forbids it (a policy bug)")]

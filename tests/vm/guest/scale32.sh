@@ -146,6 +146,7 @@ ta=$1 irep=$2
 shift 2
 il=$(echo $* | cut -d' ' -f1-7) ic=$(echo $* | cut -d' ' -f8-)
 ok "b: 32 spinners + pid $a on [$obj], 3 s: it ran $ta ‰, its rep CPU $rep idle $irep ‰; lent CPUs $lent idle $il ‰; controls $ctl idle $ic ‰"
+ok "b: pid $a's splits so far, by reason: $(grep "^event  *split .* pid=$a " "$AGENT_LOG" | grep -o 'reason=[a-z]*' | sort | uniq -c | tr -s ' \n' ' ')"
 # It runs nearly all the time (big_cpus: 800 ‰ at 72 CPUs, on an idle
 # machine). Its lent CPUs idle most of the window, not all of it: at tax 0.01
 # the object is still split now and then under this load (the wait bound, a
