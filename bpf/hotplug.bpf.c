@@ -74,6 +74,60 @@ void hotplug_cpu_back(s32 cpu)
 #define CHAMELEON_RESCUE_NS	(200ULL * 1000 * 1000)
 
 /*
+ * hotplug_guard()'s look at CPU @c (below). Global: the guard's loop verifies
+ * one call, not each of its branches.
+ */
+int hotplug_guard_cpu(u32 c, u64 now)
+{
+	struct cpu_hotplug *h;
+	struct cpu_run *cr;
+	bool away;
+
+	if (!cpu_valid(c))
+		return 0;
+	h = &cpu_hps[CPU_IDX(c)];
+	cr = cpu_run(c);
+	away = chameleon_released_long(released_at(c), now, CHAMELEON_RELEASE_NS);
+
+	if (__COMPAT_has_generic_reenq()) {
+		struct cpu_release *rl = &cpu_releases[CPU_IDX(c)];
+		int reenq;
+
+		rl->local_seen_at = chameleon_local_linger(
+			scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | c) && !READ_ONCE(cr->running),
+			rl->local_seen_at, now, CHAMELEON_RELEASE_NS, &reenq);
+		if (reenq)
+			scx_bpf_dsq_reenq___compat(SCX_DSQ_LOCAL_ON | c, 0);
+	}
+	/* queue_hint(): no lookup of a queue that cannot hold a task. */
+	if (!queue_hint(c) || !scx_bpf_dsq_nr_queued(c)) {
+		WRITE_ONCE(cr->dispatched_at, now);
+		cpu_releases[CPU_IDX(c)].rt_seen_at = 0;
+		if (h->drain && !h->dying)
+			drain_done(h);
+		return 0;
+	}
+	/*
+	 * An RT task the kernel did not tell us of holds the CPU while
+	 * its queue waits: as long as one it told us of (away).
+	 */
+	if (rt_held_long(c, now))
+		away = true;
+	/* A lent CPU idles on purpose: the lending bound serves its queue. */
+	if (h->online && !cr->running && !cpu_lent(c))
+		kick_cpu(c, SCX_KICK_IDLE);
+	if (!cpu_lent(c) &&
+	    (chameleon_time_since(now, READ_ONCE(cr->dispatched_at)) > CHAMELEON_RESCUE_NS || away) &&
+	    !h->drain) {
+		drain_start(h);
+		__sync_fetch_and_add(&nr_rescued, 1);
+	}
+	if (h->drain)
+		move_queue(c, h->online && !h->dying ? MOVE_MOVABLE : MOVE_ALL);
+	return 0;
+}
+
+/*
  * From the guard timer, every CHAMELEON_GUARD_NS:
  * - an online CPU that idles while its own queue holds tasks is kicked: its
  *   enqueue-time kick can be lost around hotplug;
@@ -90,39 +144,8 @@ int hotplug_guard(u64 now)
 	const struct cpumask *online = NULL;
 	u32 c;
 
-	bpf_for(c, 0, nr_cpus) {
-		struct cpu_hotplug *h = &cpu_hps[CPU_IDX(c)];
-		struct cpu_run *cr = cpu_run(c);
-		bool away = chameleon_released_long(released_at(c), now, CHAMELEON_RELEASE_NS);
-
-		if (__COMPAT_has_generic_reenq()) {
-			struct cpu_release *rl = &cpu_releases[CPU_IDX(c)];
-			int reenq;
-
-			rl->local_seen_at = chameleon_local_linger(
-				scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | c) && !READ_ONCE(cr->running),
-				rl->local_seen_at, now, CHAMELEON_RELEASE_NS, &reenq);
-			if (reenq)
-				scx_bpf_dsq_reenq___compat(SCX_DSQ_LOCAL_ON | c, 0);
-		}
-		if (!scx_bpf_dsq_nr_queued(c)) {
-			WRITE_ONCE(cr->dispatched_at, now);
-			if (h->drain && !h->dying)
-				drain_done(h);
-			continue;
-		}
-		/* A lent CPU idles on purpose: the lending bound serves its queue. */
-		if (h->online && !cr->running && !cpu_lent(c))
-			kick_cpu(c, SCX_KICK_IDLE);
-		if (!cpu_lent(c) &&
-		    (chameleon_time_since(now, READ_ONCE(cr->dispatched_at)) > CHAMELEON_RESCUE_NS || away) &&
-		    !h->drain) {
-			drain_start(h);
-			__sync_fetch_and_add(&nr_rescued, 1);
-		}
-		if (h->drain)
-			move_queue(c, h->online && !h->dying ? MOVE_MOVABLE : MOVE_ALL);
-	}
+	bpf_for(c, 0, nr_cpus)
+		hotplug_guard_cpu(c, now);
 	if (!READ_ONCE(nr_to_drain))
 		return 0;
 	/* Kick every CPU still on its way down, until the kernel took it out of the online mask. */

@@ -104,3 +104,51 @@ bool higher_class_waits(s32 cpu)
 	/* rt_queued: a throttled RT queue is not queued, and we may run then. */
 	return rq && rq->rt.rt_queued && rq->rt.rt_nr_running;
 }
+
+#ifndef SCHED_FIFO
+#define SCHED_FIFO	1
+#define SCHED_RR	2
+#endif
+
+/*
+ * An RT task other than a per-CPU kthread runs on @cpu now (a hint: its
+ * runqueue read without its lock). The kernel says nothing when one takes a
+ * CPU that was idle; the guard drains such a CPU's queue when it sees it so
+ * for CHAMELEON_RELEASE_NS, as it does a CPU the kernel said it took
+ * (rt_held_long()).
+ */
+static bool rt_task_runs(s32 cpu)
+{
+	struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);
+	struct task_struct *curr;
+
+	if (!rq || !rq->rt.rt_nr_running)
+		return false;
+	curr = rq->curr;
+	if (!curr || (curr->policy != SCHED_FIFO && curr->policy != SCHED_RR))
+		return false;
+	return !((curr->flags & PF_KTHREAD) && curr->nr_cpus_allowed == 1);
+}
+
+/*
+ * From the guard, @cpu's queue holding tasks: has an RT task (rt_task_runs)
+ * held it at every pass for CHAMELEON_RELEASE_NS? Global: verified once, not
+ * in each branch of the guard's loop.
+ */
+bool rt_held_long(s32 cpu, u64 now)
+{
+	struct cpu_release *rl;
+
+	if (!cpu_valid(cpu))
+		return false;
+	rl = &cpu_releases[CPU_IDX(cpu)];
+	if (!rt_task_runs(cpu)) {
+		rl->rt_seen_at = 0;
+		return false;
+	}
+	if (!rl->rt_seen_at) {
+		rl->rt_seen_at = now;
+		return false;
+	}
+	return chameleon_time_since(now, rl->rt_seen_at) >= CHAMELEON_RELEASE_NS;
+}
