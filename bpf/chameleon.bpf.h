@@ -96,6 +96,17 @@ struct cpu_run {
 	u64	dispatched_at;	/* last ops.dispatch here, or its queue last seen empty */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));
 
+/*
+ * queue.bpf.c: may the CPU's queue hold a task? Set by whoever puts one
+ * there, after the insert; cleared by the CPU's own dispatch when it finds
+ * the queue empty, which then looks again (queue_hint_clear()). So it is
+ * never 0 while a task is queued, and a CPU looking for work to steal skips
+ * a queue it reads 0 for without the kfunc's hash lookup of the queue.
+ */
+struct cpu_queue {
+	u32	may_hold;
+} __attribute__((aligned(CHAMELEON_CACHELINE)));
+
 /* lend.bpf.c: the CPU as a lent CPU, written by its representative and itself. */
 struct cpu_lend {
 	u64	pending_for;	/* decision seq << 32 | representative + 1 waiting for it */
@@ -118,6 +129,7 @@ struct cpu_hotplug {
 struct cpu_release {
 	u64	released_at;	/* a higher class took it then, 0: ours (preempt.h) */
 	u64	local_seen_at;	/* guard: local queue unserved since (preempt.h) */
+	u64	rt_seen_at;	/* guard: an RT task runs here, its queue waiting, since */
 	u32	released_kthread; /* released_at: taken by a per-CPU kthread */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));
 
@@ -188,7 +200,7 @@ struct task_ctx {
 	 * vtime already on that CPU's clock; 0 otherwise.
 	 */
 	s32	moving_to;
-	u32	pad;
+	u32	weight;		/* task_weight() at its last start: its run is charged at it */
 	u64	cgid;		/* leaf cgroup whose tag it follows */
 	u64	tags_gen;	/* tags_gen when its tag was last read */
 	u64	demand_drops;	/* nr_demand_dropped when it last asked (redemand) */
@@ -223,6 +235,21 @@ static __always_inline u32 cpu_idx(s32 cpu)
 static __always_inline bool cpu_valid(s32 cpu)
 {
 	return cpu >= 0 && cpu < CHAMELEON_MAX_CPUS && cpu < nr_cpus;
+}
+
+extern struct cpu_queue cpu_queues[CHAMELEON_MAX_CPUS];
+
+/* A task was just put into @cpu's queue. */
+static __always_inline void queue_hint_set(s32 cpu)
+{
+	if (!READ_ONCE(cpu_queues[CPU_IDX(cpu)].may_hold))
+		WRITE_ONCE(cpu_queues[CPU_IDX(cpu)].may_hold, 1);
+}
+
+/* @cpu's queue may hold a task: look (scx_bpf_dsq_nr_queued) before stealing. */
+static __always_inline bool queue_hint(s32 cpu)
+{
+	return READ_ONCE(cpu_queues[CPU_IDX(cpu)].may_hold);
 }
 
 static __always_inline struct cpu_run *cpu_run(s32 cpu)
@@ -360,6 +387,7 @@ s32 pick_other(struct task_struct *p __arg_trusted, s32 cpu);
 bool kwork_lent(s32 cpu) __hidden;
 bool cpu_held(s32 cpu) __hidden;
 bool local_handoff(void) __hidden;
+u64 queue_hint_clear(s32 cpu, u64 nr) __hidden;
 void handoff(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags) __hidden;
 void direct(struct task_struct *p, struct task_ctx *tctx) __hidden;
 
@@ -465,6 +493,7 @@ u64 jiffies_to_ns(u64 j) __hidden;
 void hotplug_cpu_gone(s32 cpu) __hidden;
 void hotplug_cpu_back(s32 cpu) __hidden;
 int hotplug_guard(u64 now);
+int hotplug_guard_cpu(u32 c, u64 now);
 
 /* ---- park.bpf.c ---- */
 bool dispatch_parked(s32 cpu) __hidden;
@@ -476,11 +505,22 @@ void preempt_release(s32 cpu, struct task_struct *next) __hidden;
 void preempt_acquire(s32 cpu) __hidden;
 u64 released_at(s32 cpu) __hidden;
 bool higher_class_waits(s32 cpu) __hidden;
+bool rt_held_long(s32 cpu, u64 now) __hidden;
 
 /* ---- weight.bpf.c ---- */
 u64 weight_cgroup_id(struct cgroup *cgrp) __hidden;
 void cg_count(struct task_ctx *tctx, bool on) __hidden;
 u64 task_weight(struct task_struct *p, struct task_ctx *tctx) __hidden;
+
+/*
+ * The weight @p's current run is charged at: the one running() (or renew())
+ * took as it started, so that stopping, keep_prev and the tax do no
+ * lookup of its cgroup's weight.
+ */
+static __always_inline u64 run_weight(struct task_struct *p, struct task_ctx *tctx)
+{
+	return tctx->weight ? tctx->weight : task_weight(p, tctx);
+}
 void cg_weight_init(struct cgroup *cgrp, u32 weight) __hidden;
 void cg_weight_set(struct cgroup *cgrp, u32 weight) __hidden;
 void cg_weight_move(struct task_struct *p, struct cgroup *to) __hidden;

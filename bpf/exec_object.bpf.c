@@ -204,7 +204,7 @@ int charge_tax(struct task_struct *p __arg_trusted, struct task_ctx *tctx, s32 c
 		return 0;
 	delta = end - rc->charged_until;
 	rc->charged_until = end;
-	charge = chameleon_tax_charge(delta, task_weight(p, tctx), rc->tax);
+	charge = chameleon_tax_charge(delta, run_weight(p, tctx), rc->tax);
 	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
 		if (scx_bpf_dsq_nr_queued(c))
 			tctx->vruntimes[i] += charge;

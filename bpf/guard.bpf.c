@@ -181,6 +181,7 @@ static bool move_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s32 
 		WRITE_ONCE(tctx->moving_to, 0);
 		return false;
 	}
+	queue_hint_set(to);
 	tctx->vcpu = to;
 	WRITE_ONCE(tctx->moving_to, 0);
 	kick_cpu(to, SCX_KICK_IDLE);

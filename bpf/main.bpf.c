@@ -332,6 +332,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 
 		tctx->resume_lag = vtime - front;
 		scx_bpf_dsq_insert_vtime(p, cpu, 0, front, enq_flags);
+		queue_hint_set(cpu);
 		return;
 	}
 	/*
@@ -346,6 +347,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, vtime, enq_flags);
+	queue_hint_set(cpu);
 
 	if (cpu_lent(cpu)) {
 		/*
@@ -392,7 +394,7 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 	 * the object.
 	 */
 	held = kind == CHAMELEON_ROLE_REP;
-	mine = scx_bpf_dsq_nr_queued(cpu);
+	mine = queue_hint_clear(cpu, scx_bpf_dsq_nr_queued(cpu));
 	if (mine) {
 		if (keep_prev(cpu, prev, held))
 			return true;
@@ -445,7 +447,8 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 	rebase_to(p, tctx, cpu);
 	cr->vclock = chameleon_vtime_advance(cr->vclock, p->scx.dsq_vtime);
 	cr->curr_vtime = p->scx.dsq_vtime;
-	cr->curr_weight = task_weight(p, tctx);
+	tctx->weight = task_weight(p, tctx);
+	cr->curr_weight = tctx->weight;
 	cr->curr_started = now;
 	cr->curr_pid = p->pid;
 	cr->running = 1;
@@ -498,7 +501,7 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 	tctx->started_at = 0;
 	tctx->run_ns += delta;
 	scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime +
-				   chameleon_vtime_charge(delta, task_weight(p, tctx)));
+				   chameleon_vtime_charge(delta, run_weight(p, tctx)));
 	cpu_stats[CPU_IDX(cpu)].busy_ns += delta;
 	cr->running = 0;
 	cr->curr_pid = 0;

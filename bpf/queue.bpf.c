@@ -9,6 +9,7 @@
 #include "chameleon.bpf.h"
 
 struct cpu_run cpu_runs[CHAMELEON_MAX_CPUS];
+struct cpu_queue cpu_queues[CHAMELEON_MAX_CPUS];
 
 /* Each CPU's steal order (intf.h), filled by the agent; sized to nr_cpus at load. */
 struct {
@@ -89,14 +90,32 @@ u64 queue_vtime(s32 cpu, u64 vtime)
 }
 
 /*
- * May another CPU take work from @victim's queue? Not from a fused
- * representative's: its owner waits there (taken elsewhere, its object
- * ends), and the guard moves everyone else out within a guard period. Not
- * from a CPU a kthread holds for a moment (preempt.h).
+ * @cpu's dispatch found its queue empty (@nr queued, 0): its hint is cleared,
+ * then the queue counted once more, so that a task put there in between
+ * (whose putter sets the hint after the insert) is either counted here or
+ * leaves the hint set. Returns the count.
+ */
+u64 queue_hint_clear(s32 cpu, u64 nr)
+{
+	if (nr || !cpu_valid(cpu) || !queue_hint(cpu))
+		return nr;
+	__sync_val_compare_and_swap(&cpu_queues[CPU_IDX(cpu)].may_hold, 1, 0);
+	nr = scx_bpf_dsq_nr_queued(cpu);
+	if (nr)
+		queue_hint_set(cpu);
+	return nr;
+}
+
+/*
+ * May another CPU take work from @victim's queue? Only if it may hold any
+ * (queue_hint(): a read, where the queue's count is a hash lookup of the
+ * queue). Not from a fused representative's: its owner waits there (taken
+ * elsewhere, its object ends), and the guard moves everyone else out within
+ * a guard period. Not from a CPU a kthread holds for a moment (preempt.h).
  */
 static bool stealable(s32 victim, s32 cpu)
 {
-	return cpu_valid(victim) && victim != cpu && scx_bpf_dsq_nr_queued(victim) &&
+	return cpu_valid(victim) && victim != cpu && queue_hint(victim) &&
 	       !cpu_fused(victim) && !kthread_holds(victim);
 }
 
@@ -127,6 +146,7 @@ int steal(s32 cpu)
 		victim = o->cpus[k & (CHAMELEON_MAX_CPUS - 1)];
 		if (!stealable(victim, cpu))
 			continue;
+		/* An empty queue moves nothing: no count first. */
 		if (scx_bpf_dsq_move_to_local(victim, 0)) {
 			cpu_stats[CPU_IDX(cpu)].nr_stolen++;
 			return 1;
@@ -203,7 +223,7 @@ bool keep_prev(s32 cpu, struct task_struct *prev, bool held)
 	if (!head)
 		return false;
 	v = prev->scx.dsq_vtime +
-	    chameleon_vtime_charge(bpf_ktime_get_ns() - tctx->started_at, task_weight(prev, tctx));
+	    chameleon_vtime_charge(bpf_ktime_get_ns() - tctx->started_at, run_weight(prev, tctx));
 	if (!chameleon_vtime_before(v, head->scx.dsq_vtime) ||
 	    jiffies_to_ns(bpf_jiffies64() - BPF_CORE_READ(head, scx.runnable_at)) >=
 	    CHAMELEON_KEEP_WAIT_NS)
@@ -255,12 +275,13 @@ bool renew(struct task_struct *p, s32 cpu)
 		tctx->run_ns += delta;
 		cpu_stats[CPU_IDX(cpu)].busy_ns += delta;
 		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime +
-					   chameleon_vtime_charge(delta, task_weight(p, tctx)));
+					   chameleon_vtime_charge(delta, run_weight(p, tctx)));
 	}
 	tctx->started_at = now;
 	cr->vclock = chameleon_vtime_advance(cr->vclock, p->scx.dsq_vtime);
 	cr->curr_vtime = p->scx.dsq_vtime;
-	cr->curr_weight = task_weight(p, tctx);
+	tctx->weight = task_weight(p, tctx);
+	cr->curr_weight = tctx->weight;
 	cr->curr_started = now;
 	lend_owed_served(cpu, p);
 	if (owner)

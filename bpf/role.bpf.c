@@ -164,6 +164,7 @@ void handoff(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flag
 		rebase_to(p, tctx, cpu);
 		scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, queue_vtime(cpu, p->scx.dsq_vtime),
 					 enq_flags);
+		queue_hint_set(cpu);
 	}
 	kick_cpu(cpu, SCX_KICK_IDLE);
 	if (st)

@@ -15,8 +15,9 @@
  * (siblings under one parent compare as CFS compares them; cousins under
  * parents of different weights do not). Root's tasks have no cgroup weight.
  *
- * Cost: a hash lookup when a task starts and stops running, and an atomic
- * on its cgroup's count when it wakes and sleeps; none for root's tasks.
+ * Cost: a hash lookup when a task starts running (the weight its run is
+ * charged at is kept: run_weight()), and an atomic on its cgroup's count
+ * when it wakes and sleeps; none for root's tasks.
  */
 
 #include "chameleon.bpf.h"

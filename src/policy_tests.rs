@@ -298,6 +298,7 @@ fn per_cpu_state_is_cache_line_sized() {
     let line = crate::bpf_intf::chameleon_consts_CHAMELEON_CACHELINE as usize;
     assert_eq!(std::mem::size_of::<types::cpu_role>() % line, 0);
     assert_eq!(std::mem::size_of::<types::cpu_run>() % line, 0);
+    assert_eq!(std::mem::size_of::<types::cpu_queue>() % line, 0);
     assert_eq!(std::mem::size_of::<types::cpu_lend>() % line, 0);
     assert_eq!(std::mem::size_of::<types::cpu_hotplug>() % line, 0);
     assert_eq!(std::mem::size_of::<types::cpu_release>() % line, 0);
