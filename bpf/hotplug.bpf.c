@@ -99,8 +99,12 @@ int hotplug_guard_cpu(u32 c, u64 now)
 		if (reenq)
 			scx_bpf_dsq_reenq___compat(SCX_DSQ_LOCAL_ON | c, 0);
 	}
-	/* queue_hint(): no lookup of a queue that cannot hold a task. */
-	if (!queue_hint(c) || !scx_bpf_dsq_nr_queued(c)) {
+	/*
+	 * The real count, not queue_hint(): the guard is what serves a queue
+	 * whatever went wrong elsewhere (hotplug_storm stalled once with 9
+	 * tasks in an idle CPU's queue the guard took for empty by its hint).
+	 */
+	if (!scx_bpf_dsq_nr_queued(c)) {
 		WRITE_ONCE(cr->dispatched_at, now);
 		cpu_releases[CPU_IDX(c)].rt_seen_at = 0;
 		if (h->drain && !h->dying)
