@@ -114,7 +114,7 @@ bool higher_class_waits(s32 cpu)
  * An RT task other than a per-CPU kthread runs on @cpu now (a hint: its
  * runqueue read without its lock). The kernel says nothing when one takes a
  * CPU that was idle; the guard drains such a CPU's queue when it sees it so
- * at two passes in a row, as it does a CPU the kernel said it took
+ * for CHAMELEON_RELEASE_NS, as it does a CPU the kernel said it took
  * (rt_held_long()).
  */
 static bool rt_task_runs(s32 cpu)
@@ -132,11 +132,8 @@ static bool rt_task_runs(s32 cpu)
 
 /*
  * From the guard, @cpu's queue holding tasks: has an RT task (rt_task_runs)
- * held it at two passes in a row? Not CHAMELEON_RELEASE_NS, the bound for a
- * CPU the kernel says a higher class took, which a per-CPU kthread's short
- * turn may be: this is an RT task that is not one, already running when
- * seen, and the queue's tasks wait for as long as it runs. Global: verified
- * once, not in each branch of the guard's loop.
+ * held it at every pass for CHAMELEON_RELEASE_NS? Global: verified once, not
+ * in each branch of the guard's loop.
  */
 bool rt_held_long(s32 cpu, u64 now)
 {
@@ -153,5 +150,5 @@ bool rt_held_long(s32 cpu, u64 now)
 		rl->rt_seen_at = now;
 		return false;
 	}
-	return chameleon_time_since(now, rl->rt_seen_at) >= CHAMELEON_GUARD_NS;
+	return chameleon_time_since(now, rl->rt_seen_at) >= CHAMELEON_RELEASE_NS;
 }
