@@ -494,6 +494,7 @@ void hotplug_cpu_gone(s32 cpu) __hidden;
 void hotplug_cpu_back(s32 cpu) __hidden;
 int hotplug_guard(u64 now);
 int hotplug_guard_cpu(u32 c, u64 now);
+void hotplug_unrunnable(s32 cpu) __hidden;
 
 /* ---- park.bpf.c ---- */
 bool dispatch_parked(s32 cpu) __hidden;

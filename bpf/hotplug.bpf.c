@@ -44,6 +44,20 @@ static void drain_start(struct cpu_hotplug *h)
 		__sync_fetch_and_add(&nr_to_drain, 1);
 }
 
+/*
+ * @cpu's own dispatch found tasks in its queue and could move none of them
+ * to its local queue: none may run there now (a CPU on its way offline is
+ * no longer active, and the kernel runs only per-CPU kthreads on it). Its
+ * queue is drained as an unserved one, which the guard would otherwise
+ * start only after CHAMELEON_RESCUE_NS without a dispatch, never while the
+ * CPU keeps dispatching in vain (hotplug_storm@mttcg: the watchdog).
+ */
+void hotplug_unrunnable(s32 cpu)
+{
+	if (cpu_valid(cpu))
+		drain_start(&cpu_hps[CPU_IDX(cpu)]);
+}
+
 /* @cpu went offline (ops.cpu_offline). */
 void hotplug_cpu_gone(s32 cpu)
 {

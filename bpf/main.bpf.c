@@ -404,6 +404,8 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 			cpu_stats[CPU_IDX(cpu)].nr_dispatched++;
 			return true;
 		}
+		if (!held)
+			hotplug_unrunnable(cpu);
 	}
 	if (!held && steal(cpu))
 		return true;
