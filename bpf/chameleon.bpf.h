@@ -94,6 +94,7 @@ struct cpu_run {
 	u32	balance_idx;	/* next CPU balance_pull() compares its queue with */
 	s32	starved_pid;	/* queued here past the wait bound: runs next (guard.bpf.c) */
 	u64	dispatched_at;	/* last ops.dispatch here, or its queue last seen empty */
+	u64	balanced_at;	/* balance_pull()'s last look */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));
 
 /*
@@ -210,6 +211,7 @@ struct task_ctx {
 	u64	resume_lag;	/* vtime lent to queue it in front after a kthread's turn (preempt.h) */
 	u64	wcg;		/* cgroup whose cpu.weight it follows, 0: none (weight.bpf.c) */
 	u64	wcounted;	/* cgroup it is counted runnable in, 0: none */
+	u32	wshard;		/* ... and the shard of that count (weight.bpf.c) */
 	/* Virtual threads: its place in the queue of each CPU of its object. */
 	u64	vruntimes[CHAMELEON_OBJ_MAX_CPUS];
 };
@@ -502,7 +504,8 @@ bool dispatch_parked(s32 cpu) __hidden;
 /* ---- preempt.bpf.c ---- */
 int kthread_holds(s32 cpu);
 u64 resume_vtime(s32 cpu, u64 vtime);
-void preempt_release(s32 cpu, struct task_struct *next) __hidden;
+bool preempt_release(s32 cpu, struct task_struct *next) __hidden;
+bool preempt_split_due(s32 cpu) __hidden;
 void preempt_acquire(s32 cpu) __hidden;
 u64 released_at(s32 cpu) __hidden;
 bool higher_class_waits(s32 cpu) __hidden;

@@ -279,10 +279,12 @@ int guard_queue(s32 cpu, u64 now)
 }
 
 /*
- * Objects whose owner no longer runs on its representative are split; so
- * are those whose waiter that can run nowhere else reached the lending
- * bound. Such an object that the split leaves fused is a broken invariant. A CPU lent to a representative that holds
- * no object (a broken invariant, role.h) is given back.
+ * Objects whose owner no longer runs on its representative are split, at
+ * once if a higher class took it (preempt_split_due()); so are those whose
+ * waiter that can run nowhere else reached the lending bound. Such an
+ * object that the split leaves fused is a broken invariant. A CPU lent to a
+ * representative that holds no object (a broken invariant, role.h) is
+ * given back.
  */
 int guard_object(s32 cpu, u64 now)
 {
@@ -301,7 +303,10 @@ int guard_object(s32 cpu, u64 now)
 		 * An object whose owner is away that no split ends: the same
 		 * decision still fused after the split was asked for.
 		 */
-		if (away > CHAMELEON_AWAY_NS) {
+		if (preempt_split_due(cpu)) {
+			/* A higher class took it (the sched_switch hook cannot split). */
+			split(cpu, CHAMELEON_SPLIT_PREEMPT);
+		} else if (away > CHAMELEON_AWAY_NS) {
 			if (!split(cpu, CHAMELEON_SPLIT_AWAY) && cpu_fused(cpu) &&
 			    READ_ONCE(rc->seq) == seq)
 				__sync_fetch_and_add(&invariants.owner_gone, 1);

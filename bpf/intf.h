@@ -82,9 +82,23 @@ struct chameleon_tag {
  * A cgroup's cpu.weight as BPF keeps it (map `cg_weights`, keyed by cgroup
  * id, cgroup_weight.bpf.h); the agent reads it for a tag's default claim.
  */
+#define CHAMELEON_CG_SHARDS	4
+
+/*
+ * A share of a cgroup's runnable count: a wake or a sleep is counted in the
+ * shard of the CPU it happens on (a block of adjacent CPUs), each shard in
+ * its own cache line, so that the CPUs of one machine do not all write one
+ * word; the count is the shards' sum.
+ */
+struct chameleon_cg_shard {
+	s32	nr_runnable;
+	s32	pad[15];
+};
+
 struct chameleon_cg_weight {
 	u32	weight;		/* cpu.weight, 1..10000 */
-	s32	nr_runnable;	/* its tasks runnable now */
+	u32	pad[15];	/* read at every start: apart from the counts */
+	struct chameleon_cg_shard shards[CHAMELEON_CG_SHARDS]; /* its tasks runnable now */
 };
 
 /*

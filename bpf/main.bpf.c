@@ -36,8 +36,9 @@
  * - running/tick/stopping: advance the CPU's clock; charge delta * 100 /
  *   weight (weight.bpf.c: nice with cgroup cpu.weight); objects fuse, pay
  *   tax and split (exec_object.bpf.c).
- * - cpu_release/cpu_acquire: a higher class took the CPU (preempt.bpf.c);
- *   its local queue goes back to enqueue.
+ * - cpu_release/cpu_acquire (before 6.19; after, a sched_switch hook in
+ *   their place): a higher class took the CPU (preempt.bpf.c); its local
+ *   queue goes back to enqueue.
  * - cpu_online/cpu_offline: objects split, queues drained (hotplug.bpf.c).
  *
  * Bounded waits: every runnable task runs within a bound by construction: on
@@ -652,8 +653,8 @@ void BPF_STRUCT_OPS(chameleon_cgroup_move, struct task_struct *p,
 
 void BPF_STRUCT_OPS(chameleon_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
-	if (cpu_valid(cpu))
-		preempt_release(cpu, args->task);
+	if (cpu_valid(cpu) && preempt_release(cpu, args->task))
+		split(cpu, CHAMELEON_SPLIT_PREEMPT);
 	scx_bpf_reenqueue_local();
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * A higher class takes a CPU from us, and gives it back: ops.cpu_release and
- * ops.cpu_acquire, and the hold a per-CPU kthread's short turn puts on the
+ * ops.cpu_acquire (before 6.19; a sched_switch hook after), and the hold a per-CPU kthread's short turn puts on the
  * CPU's queue. The rules and why are in preempt.h.
  */
 #include "chameleon.bpf.h"
@@ -60,12 +60,14 @@ u64 resume_vtime(s32 cpu, u64 vtime)
  * emulation makes the CPU slower, it does not take it away), the stopper, a
  * threaded interrupt: their turns are short, the object stays, and the guard
  * splits if the owner stays away for CHAMELEON_AWAY_NS. Anyone else may
- * hold the CPU for long: a fused owner gives its CPUs back. The local queue
- * goes back to enqueue either way (the caller): the kernel says this once
- * until the CPU is ours again, so an RT task that follows the kthread would
- * find the local queue full and never let it run.
+ * hold the CPU for long: a fused owner gives its CPUs back. Returns whether
+ * that split is due (the caller splits: where it can call what a split
+ * calls, else the guard does at its next pass, preempt_split_due()). The
+ * local queue goes back to enqueue either way (the caller): the kernel says
+ * this once until the CPU is ours again, so an RT task that follows the
+ * kthread would find the local queue full and never let it run.
  */
-void preempt_release(s32 cpu, struct task_struct *next)
+bool preempt_release(s32 cpu, struct task_struct *next)
 {
 	struct cpu_release *rl = &cpu_releases[CPU_IDX(cpu)];
 	bool fused = cpu_fused(cpu);
@@ -75,15 +77,83 @@ void preempt_release(s32 cpu, struct task_struct *next)
 	if (rl->released_kthread) {
 		if (fused)
 			cpu_stats[CPU_IDX(cpu)].nr_kthread_keeps++;
-	} else if (fused) {
-		split(cpu, CHAMELEON_SPLIT_PREEMPT);
+		return false;
 	}
+	return fused;
+}
+
+/* A higher class other than a per-CPU kthread holds fused @cpu: split it. */
+bool preempt_split_due(s32 cpu)
+{
+	struct cpu_release *rl;
+
+	if (!cpu_valid(cpu))
+		return false;
+	rl = &cpu_releases[CPU_IDX(cpu)];
+	return READ_ONCE(rl->released_at) && !READ_ONCE(rl->released_kthread) && cpu_fused(cpu);
 }
 
 /* @cpu is ours again: its queue is its own to serve. */
 void preempt_acquire(s32 cpu)
 {
 	WRITE_ONCE(cpu_releases[CPU_IDX(cpu)].released_at, 0);
+}
+
+/*
+ * An RT (or deadline) task follows a per-CPU kthread's turn on @cpu (@next):
+ * the hold is no longer a kthread's. Its queue is unprotected at once, and
+ * the guard splits an object there and drains the queue on the bound that
+ * started with the kthread's turn. The kernel's callbacks never say this.
+ */
+static void preempt_followed(s32 cpu, struct task_struct *next)
+{
+	struct cpu_release *rl = &cpu_releases[CPU_IDX(cpu)];
+
+	if (READ_ONCE(rl->released_at) && READ_ONCE(rl->released_kthread) &&
+	    !is_pcpu_kthread(next))
+		WRITE_ONCE(rl->released_kthread, 0);
+}
+
+/*
+ * Every context switch to or from a higher class (RT, deadline, stop: prio
+ * below MAX_RT_PRIO); one load and compare for all others. On 6.19+, where
+ * a local queue can be re-enqueued from any context, the agent drops
+ * ops.cpu_release and ops.cpu_acquire, as the scx schedulers do there, and
+ * this is the release (from anything of ours, the idle loop included: a
+ * higher class taking an idle CPU into whose local queue a task was just put
+ * is now seen too) and the acquire. On every kernel it sees what the
+ * callbacks never say: an RT task that follows a per-CPU kthread's turn
+ * (preempt_followed()), and a CPU a higher class left idle (ours again
+ * before any task of ours runs there).
+ */
+SEC("?tp_btf/sched_switch")
+int BPF_PROG(chameleon_sched_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	bool to_high = next->prio < CHAMELEON_MAX_RT_PRIO;
+	bool from_high = prev->prio < CHAMELEON_MAX_RT_PRIO;
+	s32 cpu;
+
+	if (!to_high && !from_high)
+		return 0;
+	cpu = bpf_get_smp_processor_id();
+	if (!cpu_valid(cpu))
+		return 0;
+	if (!to_high) {
+		preempt_acquire(cpu);
+		return 0;
+	}
+	if (from_high) {
+		preempt_followed(cpu, next);
+		return 0;
+	}
+	/* Before 6.19 ops.cpu_release does the rest. */
+	if (!__COMPAT_scx_bpf_reenqueue_local_from_anywhere())
+		return 0;
+	/* A split due is the guard's (preempt_split_due()): not callable here. */
+	preempt_release(cpu, next);
+	scx_bpf_reenqueue_local_from_anywhere();
+	return 0;
 }
 
 /*

@@ -31,6 +31,9 @@
  */
 #define CHAMELEON_RELEASE_NS	(50ULL * 1000 * 1000)
 
+/* The kernel's MAX_RT_PRIO (a macro, not in BTF): below it, RT, deadline, stop. */
+#define CHAMELEON_MAX_RT_PRIO	100
+
 /*
  * A CPU a per-CPU kthread took at @released_at (@by_kthread; 0: the CPU is
  * ours) still holds its queue: nobody steals from it yet.

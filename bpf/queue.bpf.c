@@ -161,9 +161,14 @@ int steal(s32 cpu)
 /*
  * Balance between busy CPUs: stealing happens only when a CPU's own queue is
  * empty, and a CPU-bound task never wakes to be placed again, so queues made
- * uneven by hotplug or affinity changes would stay uneven. Each dispatch
- * compares its queue (@mine tasks) with one other CPU's, in steal order,
- * rotating; a queue longer by more than two gives this CPU its head. O(1).
+ * uneven by hotplug or affinity changes would stay uneven. A dispatch, at
+ * most once per slice on each CPU, compares its queue (@mine tasks) with one
+ * other CPU's, in steal order, rotating; a queue longer by more than two
+ * gives this CPU its head. O(1). Once per slice is enough for the uneven
+ * queues it is for, which last as long as their CPU-bound tasks do; each
+ * pull moves a task off a busy CPU, taking that CPU's runqueue lock, and at
+ * every dispatch of a wakeup-heavy load (hackbench, 32 vCPUs) the pulls
+ * were a third of the time spent in dispatch.
  */
 int balance_pull(s32 cpu, u64 mine)
 {
@@ -171,11 +176,16 @@ int balance_pull(s32 cpu, u64 mine)
 	struct cpu_run *cr;
 	u32 nr, k;
 	s32 victim;
+	u64 now;
 
+	cr = cpu_run(cpu);
+	now = bpf_ktime_get_ns();
+	if (now - cr->balanced_at < slice_ns)
+		return 0;
+	cr->balanced_at = now;
 	o = steal_order(cpu, &nr);
 	if (!o || !nr)
 		return 0;
-	cr = cpu_run(cpu);
 	k = cr->balance_idx;
 	if (k >= nr)
 		k = 0;

@@ -15,9 +15,10 @@
  * (siblings under one parent compare as CFS compares them; cousins under
  * parents of different weights do not). Root's tasks have no cgroup weight.
  *
- * Cost: a hash lookup when a task starts running (the weight its run is
- * charged at is kept: run_weight()), and an atomic on its cgroup's count
- * when it wakes and sleeps; none for root's tasks.
+ * Cost: a hash lookup and CHAMELEON_CG_SHARDS reads when a task starts
+ * running (the weight its run is charged at is kept: run_weight()), and an
+ * atomic on one shard of its cgroup's count when it wakes and sleeps, the
+ * shard of the CPU it happens on; none for root's tasks.
  */
 
 #include "chameleon.bpf.h"
@@ -52,6 +53,7 @@ static struct chameleon_cg_weight *cg_weight_of(u64 cgid)
 void cg_count(struct task_ctx *tctx, bool on)
 {
 	struct chameleon_cg_weight *cw;
+	u32 shard;
 	u64 id;
 
 	if (on) {
@@ -60,8 +62,10 @@ void cg_count(struct task_ctx *tctx, bool on)
 		cw = cg_weight_of(tctx->wcg);
 		if (!cw)
 			return;
-		__sync_fetch_and_add(&cw->nr_runnable, 1);
+		shard = chameleon_cg_shard(bpf_get_smp_processor_id(), nr_cpus);
+		__sync_fetch_and_add(&cw->shards[shard].nr_runnable, 1);
 		tctx->wcounted = tctx->wcg;
+		tctx->wshard = shard;
 		return;
 	}
 	id = tctx->wcounted;
@@ -69,19 +73,22 @@ void cg_count(struct task_ctx *tctx, bool on)
 		return;
 	tctx->wcounted = 0;
 	cw = cg_weight_of(id);
+	shard = tctx->wshard & (CHAMELEON_CG_SHARDS - 1);
 	if (cw)
-		__sync_fetch_and_sub(&cw->nr_runnable, 1);
+		__sync_fetch_and_sub(&cw->shards[shard].nr_runnable, 1);
 }
 
 /* @p's weight for its vtime: its nice with its cgroup's cpu.weight. */
 u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
 {
 	struct chameleon_cg_weight *cw = cg_weight_of(tctx->wcg);
-	s32 nr;
+	s32 nr = 0;
+	u32 i;
 
 	if (!cw)
 		return p->scx.weight;
-	nr = READ_ONCE(cw->nr_runnable);
+	for (i = 0; i < CHAMELEON_CG_SHARDS; i++)
+		nr += READ_ONCE(cw->shards[i].nr_runnable);
 	return chameleon_group_weight(p->scx.weight, cw->weight, nr > 0 ? nr : 1);
 }
 

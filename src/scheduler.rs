@@ -314,6 +314,16 @@ impl<'a> Scheduler<'a> {
         rodata.test_error_after_ns = opts.test_error_after.map_or(0, |d| d.as_nanos().max(1) as u64);
         skel.struct_ops.chameleon_ops_mut().timeout_ms = opts.watchdog_timeout_ms;
         skel.struct_ops.chameleon_ops_mut().exit_dump_len = opts.exit_dump_len;
+        // The sched_switch hook sees higher classes come and go (preempt.bpf.c);
+        // 6.19+ re-enqueues a local queue from any context, and there the hook
+        // replaces ops.cpu_release/cpu_acquire, as the scx schedulers do.
+        skel.progs.chameleon_sched_switch.set_autoload(true);
+        if scx_utils::compat::ksym_exists("scx_bpf_reenqueue_local___v2")? {
+            let ops = skel.struct_ops.chameleon_ops_mut();
+            ops.cpu_release = std::ptr::null_mut();
+            ops.cpu_acquire = std::ptr::null_mut();
+            info!("higher classes: sched_switch hook (ops.cpu_release not registered)");
+        }
         skel.maps.steal_orders.set_max_entries(nr_cpus as u32)?;
 
         // Resolve tags before loading: a bad cgroup path fails here, cleanly.
