@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * A higher class takes a CPU from us, and gives it back: ops.cpu_release and
- * ops.cpu_acquire (before 6.19; a sched_switch hook after), and the hold a per-CPU kthread's short turn puts on the
- * CPU's queue. The rules and why are in preempt.h.
+ * ops.cpu_acquire (before 6.19; a sched_switch hook after), and the hold a
+ * per-CPU kthread's short turn puts on the CPU's queue. The rules and why
+ * are in preempt.h.
  */
 #include "chameleon.bpf.h"
 
