@@ -197,9 +197,16 @@ static bool move_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s32 
  * MOVE_MOVABLE (an online CPU that stopped serving its queue): every movable
  * task; what can run only there stays, for its own dispatch (the global
  * queue would be no better: a CPU consumes it only when its local queue is
- * empty). MOVE_ALL (the CPU is going offline): every task, what has nowhere
- * else to go to the kernel's global queue, which the dying CPU consumes
- * itself. Returns how many it moved.
+ * empty). MOVE_ALL (the CPU is going offline): every task. In both, a
+ * movable task the rule lets on no other CPU now (the others all fused,
+ * lent, held or draining: a full machine losing a CPU) goes to the kernel's
+ * global queue, which every CPU consumes before it dispatches, a
+ * representative at its owner's next slice end: the unserved queue would
+ * keep it for good (a CPU between leaving the active mask and
+ * ops.cpu_offline waits in synchronize_rcu(), for rcu_preempt, queued
+ * there). A non-owner run on a representative ends the object (running()).
+ * What can run only on a dying CPU goes there too: the dying CPU consumes
+ * it itself. Returns how many it moved.
  */
 /*
  * Tasks moved by the current move_queue() call. In memory rather than a
@@ -233,7 +240,8 @@ u32 move_queue(s32 cpu, u32 mode)
 			}
 		}
 		if ((to >= 0 && move_queued(BPF_FOR_EACH_ITER, p, to)) ||
-		    (mode == MOVE_ALL && scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_GLOBAL, 0)))
+		    (mode != MOVE_FORBIDDEN &&
+		     scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_GLOBAL, 0)))
 			WRITE_ONCE(guard_moved, READ_ONCE(guard_moved) + 1);
 	}
 	bpf_rcu_read_unlock();
