@@ -43,7 +43,10 @@ start_sched() {
 }
 stop_sched() {
 	case $1 in
-	chameleon) stop_agent ;;
+	chameleon)
+		stop_agent
+		# Its own counters over the whole attach (steals, skipped steals).
+		sed -n 's/^summary /BENCH agent /p' "$AGENT_LOG" ;;
 	eevdf) ;;
 	scx_*) stop_peer "$1" ;;
 	esac
