@@ -25,6 +25,8 @@ fn main() {
         .allowlist_type("chameleon_proxy_.*")
         .allowlist_var("CHAMELEON_PROXY_.*")
         .derive_default(true)
+        // The flags are _BITULL()/_BITUL() (linux/const.h): macros clang expands.
+        .clang_macro_fallback()
         .generate()
         .expect("bindgen of kmod_proxy/chameleon_proxy.h")
         .write_to_file(out.join("proxy_uapi.rs"))

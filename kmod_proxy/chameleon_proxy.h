@@ -21,16 +21,17 @@
 #ifndef _UAPI_CHAMELEON_PROXY_H
 #define _UAPI_CHAMELEON_PROXY_H
 
+#include <linux/const.h>
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
 #define CHAMELEON_PROXY_ABI_VERSION	2
 
 /* INFO.features */
-#define CHAMELEON_PROXY_F_KFUNCS	(1ULL << 0)	/* chameleon_proxy_* kfuncs */
-#define CHAMELEON_PROXY_F_PARK		(1ULL << 1)	/* PARK, UNPARK */
-#define CHAMELEON_PROXY_F_EMULATE	(1ULL << 2)	/* EMULATE */
-#define CHAMELEON_PROXY_F_STATS		(1ULL << 3)	/* STATS, RESET */
+#define CHAMELEON_PROXY_F_KFUNCS	_BITULL(0)	/* chameleon_proxy_* kfuncs */
+#define CHAMELEON_PROXY_F_PARK		_BITULL(1)	/* PARK, UNPARK */
+#define CHAMELEON_PROXY_F_EMULATE	_BITULL(2)	/* EMULATE */
+#define CHAMELEON_PROXY_F_STATS		_BITULL(3)	/* STATS, RESET */
 
 struct chameleon_proxy_info {
 	__u32 abi_version;	/* CHAMELEON_PROXY_ABI_VERSION */
@@ -87,10 +88,10 @@ struct chameleon_proxy_emulate {
 };
 
 /* chameleon_proxy_cpu_stats.flags */
-#define CHAMELEON_PROXY_CPU_ONLINE	(1U << 0)
-#define CHAMELEON_PROXY_CPU_PARKED	(1U << 1)
-#define CHAMELEON_PROXY_CPU_PENDING	(1U << 2)	/* parked, not offline yet */
-#define CHAMELEON_PROXY_CPU_OFFLINED	(1U << 3)	/* offlined by this module */
+#define CHAMELEON_PROXY_CPU_ONLINE	_BITUL(0)
+#define CHAMELEON_PROXY_CPU_PARKED	_BITUL(1)
+#define CHAMELEON_PROXY_CPU_PENDING	_BITUL(2)	/* parked, not offline yet */
+#define CHAMELEON_PROXY_CPU_OFFLINED	_BITUL(3)	/* offlined by this module */
 
 struct chameleon_proxy_cpu_stats {
 	__s32 proxied_by;	/* representative this CPU is lent to, or -1 */
@@ -153,11 +154,16 @@ struct chameleon_proxy_stats {
 };
 
 #define CHAMELEON_PROXY_IOC_MAGIC	0xC7
-#define CHAMELEON_PROXY_IOC_INFO	_IOR(CHAMELEON_PROXY_IOC_MAGIC, 0, struct chameleon_proxy_info)
-#define CHAMELEON_PROXY_IOC_PARK	_IOWR(CHAMELEON_PROXY_IOC_MAGIC, 1, struct chameleon_proxy_park)
-#define CHAMELEON_PROXY_IOC_UNPARK	_IOWR(CHAMELEON_PROXY_IOC_MAGIC, 2, struct chameleon_proxy_unpark)
-#define CHAMELEON_PROXY_IOC_EMULATE	_IOW(CHAMELEON_PROXY_IOC_MAGIC, 3, struct chameleon_proxy_emulate)
-#define CHAMELEON_PROXY_IOC_STATS	_IOWR(CHAMELEON_PROXY_IOC_MAGIC, 4, struct chameleon_proxy_stats)
+#define CHAMELEON_PROXY_IOC_INFO \
+	_IOR(CHAMELEON_PROXY_IOC_MAGIC, 0, struct chameleon_proxy_info)
+#define CHAMELEON_PROXY_IOC_PARK \
+	_IOWR(CHAMELEON_PROXY_IOC_MAGIC, 1, struct chameleon_proxy_park)
+#define CHAMELEON_PROXY_IOC_UNPARK \
+	_IOWR(CHAMELEON_PROXY_IOC_MAGIC, 2, struct chameleon_proxy_unpark)
+#define CHAMELEON_PROXY_IOC_EMULATE \
+	_IOW(CHAMELEON_PROXY_IOC_MAGIC, 3, struct chameleon_proxy_emulate)
+#define CHAMELEON_PROXY_IOC_STATS \
+	_IOWR(CHAMELEON_PROXY_IOC_MAGIC, 4, struct chameleon_proxy_stats)
 /* RESET: reclaim every lent CPU, unpark every CPU, emulation off. arg 0. */
 #define CHAMELEON_PROXY_IOC_RESET	_IO(CHAMELEON_PROXY_IOC_MAGIC, 5)
 

@@ -34,11 +34,12 @@
 #include <linux/mutex.h>
 #include <linux/overflow.h>
 #include <linux/seq_file.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 
 #include "internal.h"
 
-#define CHP_LAT_MAX_ENTRIES	(1U << 20)
+#define CHP_LAT_MAX_ENTRIES	SZ_1M
 
 static unsigned int latency_entries = 4096;
 module_param(latency_entries, uint, 0444);

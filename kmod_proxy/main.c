@@ -65,11 +65,13 @@
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/nospec.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include "internal.h"
 
+/* The ioctls and the workers, in turn (internal.h); never a kfunc. */
 DEFINE_MUTEX(chp_mutex);
 
 /*
@@ -290,7 +292,8 @@ static long chameleon_proxy_ioctl(struct file *file, unsigned int cmd,
 	if (_IOC_TYPE(cmd) != CHAMELEON_PROXY_IOC_MAGIC ||
 	    _IOC_NR(cmd) >= ARRAY_SIZE(chp_iocs))
 		return -ENOTTY;
-	ioc = &chp_iocs[_IOC_NR(cmd)];
+	/* The user's number indexes a table of function pointers: no speculation past its end. */
+	ioc = &chp_iocs[array_index_nospec(_IOC_NR(cmd), ARRAY_SIZE(chp_iocs))];
 	if (!ioc->fn || _IOC_DIR(cmd) != ioc->dir)
 		return -ENOTTY;
 	if (ioc->admin && !capable(CAP_SYS_ADMIN))

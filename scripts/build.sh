@@ -52,7 +52,7 @@ t1=$(date +%s)
 
 log "module (kbuild, gcc-14, $KVER)"
 "$here/in-root" --bind "$repo" --cwd "$repo" -- \
-	make -s -C "/usr/src/linux-headers-$KVER" M="$repo/kmod_proxy" CC=gcc-14 modules
+	make -s -C "/usr/src/linux-headers-$KVER" M="$repo/kmod_proxy" CC=gcc-14 KCFLAGS=-Werror modules
 log "module for the other kernels (kmods.sh)"
 "$here/kmods.sh"
 t2=$(date +%s)

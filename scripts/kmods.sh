@@ -49,7 +49,7 @@ for kver in "$@"; do
 	done
 	log "module (kbuild, gcc-14, $kver)"
 	"$here/in-root" --bind "$repo" --bind "${hdir%/usr/src/*}" --cwd "$src" -- \
-		make -s -C "$hdir" M="$src" CC=gcc-14 modules
+		make -s -C "$hdir" M="$src" CC=gcc-14 KCFLAGS=-Werror modules
 	cp "$src/chameleon_proxy.ko" "$out/chameleon_proxy.ko.new"
 	mv -f "$out/chameleon_proxy.ko.new" "$(mod_path "$kver")"
 done
