@@ -16,7 +16,18 @@
  * (nr_cpu_ids comes from INFO) and no bit set at or past nr_cpu_ids.
  *
  * INFO and STATS only read and need no capability beyond opening the device;
- * PARK, UNPARK, EMULATE and RESET need CAP_SYS_ADMIN.
+ * CLAIM, PARK, UNPARK, EMULATE and RESET need CAP_SYS_ADMIN.
+ *
+ * Ownership: the module's state (parked CPUs, lent CPUs and the IRQs moved
+ * off them, emulation) belongs to one open file, its owner: the one that sent
+ * CLAIM, or the first PARK, UNPARK, EMULATE or RESET while there was none.
+ * PARK, UNPARK, EMULATE and RESET from any other file fail with -EACCES once
+ * their argument has been checked. When the owner's file is released (closed,
+ * or its process killed), the module undoes everything: parks not done yet are
+ * cancelled, CPUs it took offline come back online, every lend ends, every
+ * moved IRQ gets its affinity back and the emulation stops. Only the owner's
+ * process may load a BPF program calling the chameleon_proxy_* kfuncs, and
+ * lends are refused while the module has no owner.
  */
 #ifndef _UAPI_CHAMELEON_PROXY_H
 #define _UAPI_CHAMELEON_PROXY_H
@@ -25,13 +36,14 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define CHAMELEON_PROXY_ABI_VERSION	2
+#define CHAMELEON_PROXY_ABI_VERSION	3
 
 /* INFO.features */
 #define CHAMELEON_PROXY_F_KFUNCS	_BITULL(0)	/* chameleon_proxy_* kfuncs */
 #define CHAMELEON_PROXY_F_PARK		_BITULL(1)	/* PARK, UNPARK */
 #define CHAMELEON_PROXY_F_EMULATE	_BITULL(2)	/* EMULATE */
 #define CHAMELEON_PROXY_F_STATS		_BITULL(3)	/* STATS, RESET */
+#define CHAMELEON_PROXY_F_OWNER		_BITULL(4)	/* CLAIM, undone on release */
 
 struct chameleon_proxy_info {
 	__u32 abi_version;	/* CHAMELEON_PROXY_ABI_VERSION */
@@ -93,6 +105,28 @@ struct chameleon_proxy_emulate {
 #define CHAMELEON_PROXY_CPU_PENDING	_BITUL(2)	/* parked, not offline yet */
 #define CHAMELEON_PROXY_CPU_OFFLINED	_BITUL(3)	/* offlined by this module */
 
+/* What CLAIM found left behind by no owner, and undid. */
+#define CHAMELEON_PROXY_FOUND_PARKED	_BITULL(0)	/* parked CPUs */
+#define CHAMELEON_PROXY_FOUND_OFFLINED	_BITULL(1)	/* CPUs we took offline */
+#define CHAMELEON_PROXY_FOUND_LENT	_BITULL(2)	/* lent CPUs */
+#define CHAMELEON_PROXY_FOUND_IRQS	_BITULL(3)	/* IRQs off their affinity */
+#define CHAMELEON_PROXY_FOUND_EMULATING	_BITULL(4)	/* idle injection on */
+
+/*
+ * CLAIM: the calling file becomes the owner (see the top of this file).
+ * -EBUSY if another open file owns the module. Waits for the cleanup of a
+ * previous owner's release to finish, then undoes whatever is still left (a
+ * cleanup step that failed, state made with no owner) and says what it was.
+ * Claiming again from the owner's file changes nothing and finds nothing.
+ */
+struct chameleon_proxy_claim {
+	__u64 flags;		/* in: 0 */
+	__u64 found;		/* out: CHAMELEON_PROXY_FOUND_* */
+	__u32 nr_offlined;	/* out: CPUs brought back online */
+	__u32 nr_irqs;		/* out: IRQs given their affinity back */
+	__u64 reserved[4];	/* in: 0 */
+};
+
 struct chameleon_proxy_cpu_stats {
 	__s32 proxied_by;	/* representative this CPU is lent to, or -1 */
 	__u32 flags;		/* CHAMELEON_PROXY_CPU_* */
@@ -150,7 +184,12 @@ struct chameleon_proxy_stats {
 	__u32 emulate_category;
 	__u64 emulate_failures;		/* CPUs idle injection could not cover */
 
-	__u64 reserved[8];
+	/* Ownership */
+	__u32 owner_pid;		/* tgid of the owner's opener, 0: none */
+	__u32 releases;			/* owners released (cleanups queued) */
+	__u64 cleanup_ns;		/* last release to the end of its cleanup */
+
+	__u64 reserved[6];
 };
 
 #define CHAMELEON_PROXY_IOC_MAGIC	0xC7
@@ -166,5 +205,7 @@ struct chameleon_proxy_stats {
 	_IOWR(CHAMELEON_PROXY_IOC_MAGIC, 4, struct chameleon_proxy_stats)
 /* RESET: reclaim every lent CPU, unpark every CPU, emulation off. arg 0. */
 #define CHAMELEON_PROXY_IOC_RESET	_IO(CHAMELEON_PROXY_IOC_MAGIC, 5)
+#define CHAMELEON_PROXY_IOC_CLAIM \
+	_IOWR(CHAMELEON_PROXY_IOC_MAGIC, 6, struct chameleon_proxy_claim)
 
 #endif /* _UAPI_CHAMELEON_PROXY_H */
