@@ -16,8 +16,25 @@
  * Each online CPU gets its own idle_inject device (one CPU per device, so
  * every CPU can have its own duty cycle). The scheduler sets a CPU's level
  * with the chameleon_proxy_speed() kfunc, under a runqueue lock: it only
- * records the level and raises an irq_work, whose work item applies it under
- * chp_mutex (idle_inject_stop() sleeps). 100 % means the injection stops.
+ * records the level and raises an irq_work, whose work item (chp_emul_work, on
+ * chp_fast_wq) makes the devices agree with the switch, the category and the
+ * levels, under chp_emul_mutex (idle_inject_stop() sleeps). 100 % means the
+ * injection stops. EMULATE and a release only set the switch (under chp_lock)
+ * and queue that work item.
+ *
+ * A device, once registered, stays registered until the module exits: off
+ * means idle_inject_stop() only. That is because idle_inject_stop() does not
+ * wait for a thread that is about to inject: it clears the thread's should_run
+ * and calls wait_task_inactive(tsk, TASK_ANY) (drivers/powercap/idle_inject.c,
+ * idle_inject_stop()), which returns at once for a task in TASK_RUNNING (its
+ * __state, 0, matches no bit of TASK_ANY: kernel/sched/core.c,
+ * wait_task_inactive() and __task_state_match()). A thread woken by the timer
+ * just before, preempted before idle_inject_fn(), runs it afterwards, and
+ * idle_inject_fn() reads the CPU's device with no check; unregistered, that is
+ * NULL (seen: an oops at idle_inject_fn+0x47 during proxy_stress's ioctl fuzz).
+ * On a device still registered the late thread injects one period, harmlessly.
+ * Module exit does unregister, and so waits for each injection thread to be
+ * asleep first (chp_emul_quiet()): there a long wait holds up nobody.
  *
  * Compensation: the shares above are what a CPU must deliver, and idle_inject
  * only sets the length of each idle period, not how long the CPU really
@@ -36,10 +53,20 @@
  * CPU hotplug: idle_inject wakes its threads on online CPUs only, so a device
  * whose CPU goes offline just idles and resumes when the CPU comes back; its
  * smpboot thread exists from the CPU's first online on, which is all that
- * idle_inject_stop() needs. A CPU that comes online for the first time while
- * emulating gets its device from the work item, which our CPU hotplug
- * callback queues (the callback itself must not take chp_mutex: the park
- * worker holds it across remove_cpu() and add_cpu()).
+ * idle_inject_stop() needs (it waits on that thread). So only CPUs online now
+ * get a device; a CPU that comes online for the first time while emulating
+ * gets its device from the work item, which our CPU hotplug callback queues
+ * (the callback must not take chp_emul_mutex: idle_inject_stop() waits for
+ * hotplug under it).
+ *
+ * The injection thread: the compensation reads its CPU time, and module exit
+ * waits for it to sleep. idle_inject keeps it in a static per-CPU variable
+ * (idle_inject_thread) with no accessor, and the smpboot API does not give it
+ * out either, so it is looked up by name (idle_inject/N), once per device. Its
+ * runtime is read as /proc/PID/schedstat reads it (fs/proc/base.c,
+ * proc_pid_schedstat(): se.sum_exec_runtime): task_sched_runtime(), which
+ * would add the running slice, is not exported to modules; a 64-bit read is
+ * atomic on the architectures this module builds for (x86-64).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -83,8 +110,8 @@ static const u16 chp_duty[][CHP_EMUL_LEVELS] = {
 };
 
 struct chp_emul_cpu {
-	struct idle_inject_device *ii;	/* under chp_mutex */
-	unsigned int duty;		/* applied, per mille; 0 without a device */
+	struct idle_inject_device *ii;	/* from the first EMULATE on to exit */
+	unsigned int duty;		/* applied, per mille; 0 = not injecting */
 	bool injecting;			/* idle_inject_start() done */
 	bool failed;			/* no device could be had */
 	u32 level;			/* wanted; written by the kfunc */
@@ -94,18 +121,18 @@ struct chp_emul_cpu {
 	u64 at_ns;			/* when that was sampled, 0 = not yet */
 };
 
+/* Under chp_emul_mutex, but level; duty and adjust_pm READ_ONCE() by STATS. */
 static DEFINE_PER_CPU(struct chp_emul_cpu, chp_emul_cpu);
+static DEFINE_MUTEX(chp_emul_mutex);
 
-static bool chp_emul_on;	/* under chp_mutex, READ_ONCE() outside */
-static u32 chp_emul_cat;	/* under chp_mutex */
-static u64 chp_emul_failures;	/* under chp_mutex */
+static bool chp_emul_on;	/* under chp_lock, READ_ONCE() outside */
+static u32 chp_emul_cat;	/* under chp_lock, READ_ONCE() outside */
+static atomic64_t chp_emul_failures;
 static cpumask_var_t chp_emul_one;	/* idle_inject_register()'s argument */
-static int chp_emul_hp_state;
 
 /*
- * The injection thread of @cpu (idle_inject's per-CPU smpboot thread, which
- * exists from the CPU's first online on), referenced; NULL if not found.
- * Looked up once per device, off any hot path.
+ * The injection thread of @cpu (see the top of this file), referenced; NULL
+ * if not found. Looked up once per device, off any hot path.
  */
 static struct task_struct *chp_emul_find_thread(int cpu)
 {
@@ -124,10 +151,12 @@ static struct task_struct *chp_emul_find_thread(int cpu)
 	return found;
 }
 
+/* A device for @cpu, kept until module exit; under chp_emul_mutex. */
 static int chp_emul_attach(int cpu)
 {
 	struct chp_emul_cpu *ec = per_cpu_ptr(&chp_emul_cpu, cpu);
 
+	lockdep_assert_held(&chp_emul_mutex);
 	if (ec->ii)
 		return 0;
 	cpumask_clear(chp_emul_one);
@@ -136,11 +165,12 @@ static int chp_emul_attach(int cpu)
 	ec->ii = idle_inject_register(chp_emul_one);
 	if (!ec->ii) {
 		if (!ec->failed)
-			chp_emul_failures++;
+			atomic64_inc(&chp_emul_failures);
 		ec->failed = true;
 		return -EBUSY;
 	}
-	ec->duty = CHP_EMUL_FULL;
+	ec->failed = false;
+	WRITE_ONCE(ec->duty, 0);
 	ec->adjust_pm = 0;
 	ec->injecting = false;
 	if (!ec->thread)
@@ -149,13 +179,9 @@ static int chp_emul_attach(int cpu)
 }
 
 /*
- * After idle_inject_stop(): has @t, the injection thread, gone back to sleep
- * in its smpboot loop (or parked)? idle_inject_stop() waits only for the
- * thread to be off its CPU; one preempted between its should_run check and
- * idle_inject_fn() is off its CPU too, and runs idle_inject_fn() later: if
- * the device was unregistered meanwhile, on a NULL device (seen: an oops in
- * idle_inject_fn+0x47 during proxy_stress's ioctl fuzz, emulation switched
- * off while CPUs were hotplugged). Waits up to CHP_EMUL_QUIET_MS.
+ * Module exit, after idle_inject_stop(): has @t, the injection thread, gone
+ * back to sleep in its smpboot loop (or parked)? Only then may its device be
+ * unregistered (see the top of this file). Waits up to CHP_EMUL_QUIET_MS.
  */
 static bool chp_emul_quiet(struct task_struct *t)
 {
@@ -174,44 +200,16 @@ static bool chp_emul_quiet(struct task_struct *t)
 	return true;
 }
 
-static void chp_emul_detach(int cpu)
-{
-	struct chp_emul_cpu *ec = per_cpu_ptr(&chp_emul_cpu, cpu);
-
-	ec->failed = false;
-	if (ec->ii) {
-		idle_inject_stop(ec->ii);
-		if (chp_emul_quiet(ec->thread)) {
-			idle_inject_unregister(ec->ii);
-		} else {
-			/*
-			 * Leaked rather than freed under a running thread:
-			 * only this CPU cannot inject again until reboot.
-			 */
-			pr_err("CPU %d: injection thread still running, device not freed\n",
-			       cpu);
-			chp_emul_failures++;
-		}
-		ec->ii = NULL;
-		ec->duty = 0;
-		ec->injecting = false;
-	}
-	if (ec->thread) {
-		put_task_struct(ec->thread);
-		ec->thread = NULL;
-	}
-}
-
 /* Nominal idle period at @duty, in us. */
 static int chp_emul_nominal_us(unsigned int duty)
 {
 	return CHP_EMUL_PERIOD_US * (CHP_EMUL_FULL - duty) / CHP_EMUL_FULL;
 }
 
-/* The correction at the current duty, in us. */
-static int chp_emul_adjust_us(struct chp_emul_cpu *ec)
+/* The correction at @duty, in us. */
+static int chp_emul_adjust_us(unsigned int duty, int adjust_pm)
 {
-	return chp_emul_nominal_us(ec->duty) * ec->adjust_pm / 1000;
+	return chp_emul_nominal_us(duty) * adjust_pm / 1000;
 }
 
 /* ec->duty < CHP_EMUL_FULL */
@@ -220,7 +218,7 @@ static void chp_emul_set_duration(struct chp_emul_cpu *ec)
 	int idle_us = chp_emul_nominal_us(ec->duty);
 
 	idle_inject_set_duration(ec->ii, CHP_EMUL_PERIOD_US - idle_us,
-				 idle_us + chp_emul_adjust_us(ec));
+				 idle_us + chp_emul_adjust_us(ec->duty, ec->adjust_pm));
 }
 
 /*
@@ -238,17 +236,26 @@ static void chp_emul_rebase(struct chp_emul_cpu *ec)
 	}
 }
 
-static void chp_emul_apply(int cpu)
+/* Stops @cpu's injection, if any: emulation off. */
+static void chp_emul_stop(struct chp_emul_cpu *ec)
 {
-	struct chp_emul_cpu *ec = per_cpu_ptr(&chp_emul_cpu, cpu);
+	if (ec->injecting)
+		idle_inject_stop(ec->ii);
+	ec->injecting = false;
+	WRITE_ONCE(ec->duty, 0);
+}
+
+/* Gives @cpu the duty of its level in category @cat. */
+static void chp_emul_apply(struct chp_emul_cpu *ec, u32 cat)
+{
 	unsigned int duty;
 
 	if (!ec->ii)
 		return;
-	duty = chp_duty[chp_emul_cat][READ_ONCE(ec->level)];
+	duty = chp_duty[cat][READ_ONCE(ec->level)];
 	if (duty == ec->duty)
 		return;
-	ec->duty = duty;
+	WRITE_ONCE(ec->duty, duty);
 	chp_emul_rebase(ec);
 	if (duty >= CHP_EMUL_FULL) {
 		if (ec->injecting)
@@ -261,17 +268,6 @@ static void chp_emul_apply(int cpu)
 			return;
 		ec->injecting = true;
 	}
-}
-
-/* Devices for CPUs that came online since, levels applied. */
-static void chp_emul_sync_locked(void)
-{
-	int cpu;
-
-	for_each_online_cpu(cpu)
-		chp_emul_attach(cpu);
-	for_each_possible_cpu(cpu)
-		chp_emul_apply(cpu);
 }
 
 /* One CPU's correction (see the top of this file). */
@@ -294,8 +290,9 @@ static void chp_emul_adjust_cpu(struct chp_emul_cpu *ec)
 	 */
 	step_us = div64_s64((want_ns - (s64)(inj_ns - ec->inj_ns)) *
 			    CHP_EMUL_PERIOD_US, 2 * wall_ns);
-	ec->adjust_pm = clamp_t(s64, ec->adjust_pm +
-				div64_s64(step_us * 1000, nominal_us), -750, 2000);
+	WRITE_ONCE(ec->adjust_pm,
+		   clamp_t(s64, ec->adjust_pm +
+			   div64_s64(step_us * 1000, nominal_us), -750, 2000));
 	ec->inj_ns = inj_ns;
 	ec->at_ns = now;
 	chp_emul_set_duration(ec);
@@ -304,44 +301,68 @@ static void chp_emul_adjust_cpu(struct chp_emul_cpu *ec)
 static void chp_emul_adjust_fn(struct work_struct *work);
 static DECLARE_DELAYED_WORK(chp_emul_adjust_work, chp_emul_adjust_fn);
 
+/* Every CHP_EMUL_ADJUST_MS while on, on the ordered chp_wq. */
 static void chp_emul_adjust_fn(struct work_struct *work)
 {
 	int cpu;
 
-	mutex_lock(&chp_mutex);
-	if (chp_emul_on) {
+	mutex_lock(&chp_emul_mutex);
+	if (READ_ONCE(chp_emul_on)) {
 		for_each_online_cpu(cpu)
 			chp_emul_adjust_cpu(per_cpu_ptr(&chp_emul_cpu, cpu));
-		queue_delayed_work(system_unbound_wq, &chp_emul_adjust_work,
+		queue_delayed_work(chp_wq, &chp_emul_adjust_work,
 				   msecs_to_jiffies(CHP_EMUL_ADJUST_MS));
 	}
-	mutex_unlock(&chp_mutex);
+	mutex_unlock(&chp_emul_mutex);
 }
 
+/*
+ * The devices made to agree with the switch, the category and the levels:
+ * devices for CPUs that came online since, and each CPU's duty; or, off,
+ * every injection stopped.
+ */
 static void chp_emul_work_fn(struct work_struct *work)
 {
-	mutex_lock(&chp_mutex);
-	if (chp_emul_on)
-		chp_emul_sync_locked();
-	mutex_unlock(&chp_mutex);
+	bool on = READ_ONCE(chp_emul_on);
+	u32 cat = READ_ONCE(chp_emul_cat);
+	int cpu;
+
+	mutex_lock(&chp_emul_mutex);
+	if (on) {
+		for_each_online_cpu(cpu)
+			chp_emul_attach(cpu);
+		for_each_possible_cpu(cpu)
+			chp_emul_apply(per_cpu_ptr(&chp_emul_cpu, cpu), cat);
+		if (!delayed_work_pending(&chp_emul_adjust_work))
+			queue_delayed_work(chp_wq, &chp_emul_adjust_work,
+					   msecs_to_jiffies(CHP_EMUL_ADJUST_MS));
+	} else {
+		for_each_possible_cpu(cpu)
+			chp_emul_stop(per_cpu_ptr(&chp_emul_cpu, cpu));
+	}
+	mutex_unlock(&chp_emul_mutex);
 }
 
 static DECLARE_WORK(chp_emul_work, chp_emul_work_fn);
 
+static void chp_emul_sync(void)
+{
+	queue_work_on(chp_fast_cpu(), chp_fast_wq, &chp_emul_work);
+}
+
 /* Hard interrupt context, with no runqueue lock held: see proxy.c. */
 static void chp_emul_irq_work_fn(struct irq_work *iw)
 {
-	queue_work(chp_proxy_wq(), &chp_emul_work);
+	chp_emul_sync();
 }
 
 static DEFINE_IRQ_WORK(chp_emul_irq_work, chp_emul_irq_work_fn);
 
-/* CPU hotplug thread of @cpu, hotplug locks held: no chp_mutex here. */
-static int chp_emul_cpu_online(unsigned int cpu)
+/* CPU hotplug callback (main.c): a CPU online for the first time. */
+void chp_emulate_cpu_online(unsigned int cpu)
 {
 	if (READ_ONCE(chp_emul_on))
-		queue_work(system_unbound_wq, &chp_emul_work);
-	return 0;
+		chp_emul_sync();
 }
 
 /* kfunc context (runqueue lock held): record, let the work item apply. */
@@ -357,96 +378,136 @@ int chp_emulate_speed(s32 cpu, u32 level)
 	return 0;
 }
 
-void chp_emulate_off_locked(void)
+/* Release, RESET, CLAIM, under chp_lock: returns whether it was on. */
+bool chp_emulate_off(void)
 {
-	int cpu;
+	bool was = chp_emul_on;
 
-	lockdep_assert_held(&chp_mutex);
+	lockdep_assert_held(&chp_lock);
 	WRITE_ONCE(chp_emul_on, false);
-	for_each_possible_cpu(cpu)
-		chp_emul_detach(cpu);
+	chp_emul_sync();
+	return was;
 }
 
-long chp_emulate(struct chameleon_proxy_emulate *arg)
+/* Waits for the emulation's work asked for so far. */
+void chp_emulate_flush(void)
+{
+	irq_work_sync(&chp_emul_irq_work);
+	flush_work(&chp_emul_work);
+}
+
+/* All or nothing: a partly slowed machine would mislead. */
+static int chp_emul_attach_all(void)
 {
 	int cpu, ret = 0;
+
+	mutex_lock(&chp_emul_mutex);
+	for_each_online_cpu(cpu) {
+		ret = chp_emul_attach(cpu);
+		if (ret)
+			break;
+	}
+	mutex_unlock(&chp_emul_mutex);
+	return ret;
+}
+
+long chp_emulate(struct file *file, struct chameleon_proxy_emulate *arg)
+{
+	int ret;
 
 	if (arg->flags || memchr_inv(arg->reserved, 0, sizeof(arg->reserved)) ||
 	    arg->on > 1 || arg->category >= ARRAY_SIZE(chp_duty) ||
 	    (!arg->on && arg->category))
 		return -EINVAL;
 
-	mutex_lock(&chp_mutex);
-	if (!arg->on) {
-		chp_emulate_off_locked();
-		goto out;
+	/* The owner first: a device is registered for good. */
+	mutex_lock(&chp_lock);
+	ret = chp_own_locked(file);
+	mutex_unlock(&chp_lock);
+	if (ret)
+		return ret;
+	if (arg->on) {
+		ret = chp_emul_attach_all();
+		if (ret)
+			return ret;
 	}
-	if (!chp_emul_on) {
-		/* All or nothing: a partly slowed machine would mislead. */
-		for_each_online_cpu(cpu) {
-			ret = chp_emul_attach(cpu);
-			if (ret) {
-				chp_emulate_off_locked();
-				goto out;
-			}
-		}
+
+	mutex_lock(&chp_lock);
+	ret = chp_own_locked(file);
+	if (!ret) {
+		WRITE_ONCE(chp_emul_cat, arg->category);
+		WRITE_ONCE(chp_emul_on, arg->on);
+		chp_emul_sync();
 	}
-	chp_emul_cat = arg->category;
-	WRITE_ONCE(chp_emul_on, true);
-	chp_emul_sync_locked();
-	queue_delayed_work(system_unbound_wq, &chp_emul_adjust_work,
-			   msecs_to_jiffies(CHP_EMUL_ADJUST_MS));
-out:
-	mutex_unlock(&chp_mutex);
+	mutex_unlock(&chp_lock);
+	/* On or off when this returns, as before ownership existed. */
+	if (!ret)
+		chp_emulate_flush();
 	return ret;
 }
 
 void chp_emulate_stats(struct chameleon_proxy_stats *st)
 {
-	lockdep_assert_held(&chp_mutex);
-	st->emulate_on = chp_emul_on;
-	st->emulate_category = chp_emul_on ? chp_emul_cat : 0;
-	st->emulate_failures = chp_emul_failures;
+	bool on = READ_ONCE(chp_emul_on);
+
+	st->emulate_on = on;
+	st->emulate_category = on ? READ_ONCE(chp_emul_cat) : 0;
+	st->emulate_failures = atomic64_read(&chp_emul_failures);
 }
 
 void chp_emulate_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs)
 {
 	struct chp_emul_cpu *ec = per_cpu_ptr(&chp_emul_cpu, cpu);
+	unsigned int duty = READ_ONCE(ec->duty);
 
-	lockdep_assert_held(&chp_mutex);
-	cs->duty_pm = ec->duty;
-	cs->idle_adjust_us = ec->injecting ? chp_emul_adjust_us(ec) : 0;
+	cs->duty_pm = duty;
+	cs->idle_adjust_us = duty && duty < CHP_EMUL_FULL ?
+		chp_emul_adjust_us(duty, READ_ONCE(ec->adjust_pm)) : 0;
 	cs->level = READ_ONCE(ec->level);
 }
 
 int chp_emulate_init(void)
 {
-	int ret;
-
 	if (!zalloc_cpumask_var(&chp_emul_one, GFP_KERNEL))
 		return -ENOMEM;
-	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN,
-					"chameleon_proxy:online",
-					chp_emul_cpu_online, NULL);
-	if (ret < 0) {
-		free_cpumask_var(chp_emul_one);
-		return ret;
-	}
-	chp_emul_hp_state = ret;
 	return 0;
 }
 
-/* Module exit, before the final reset: nothing may queue the work after. */
+/* Module exit, before the devices go: nothing may queue the work after. */
 void chp_emulate_quiesce(void)
 {
-	cpuhp_remove_state_nocalls(chp_emul_hp_state);
-	irq_work_sync(&chp_emul_irq_work);
-	cancel_work_sync(&chp_emul_work);
+	WRITE_ONCE(chp_emul_on, false);
+	chp_emulate_flush();
 	cancel_delayed_work_sync(&chp_emul_adjust_work);
+	/* The adjustment may have been the last to queue nothing: once more. */
+	chp_emul_work_fn(NULL);
 }
 
-/* Module exit, after the final reset turned the emulation off. */
+/* Module exit: every device stopped (the quiesce did) and unregistered. */
 void chp_emulate_exit(void)
 {
+	int cpu;
+
+	mutex_lock(&chp_emul_mutex);
+	for_each_possible_cpu(cpu) {
+		struct chp_emul_cpu *ec = per_cpu_ptr(&chp_emul_cpu, cpu);
+
+		if (ec->ii) {
+			idle_inject_stop(ec->ii);
+			if (chp_emul_quiet(ec->thread)) {
+				idle_inject_unregister(ec->ii);
+			} else {
+				/* Leaked rather than freed under a running thread. */
+				pr_err("CPU %d: injection thread still running, device not freed\n",
+				       cpu);
+			}
+			ec->ii = NULL;
+		}
+		if (ec->thread) {
+			put_task_struct(ec->thread);
+			ec->thread = NULL;
+		}
+	}
+	mutex_unlock(&chp_emul_mutex);
 	free_cpumask_var(chp_emul_one);
 }

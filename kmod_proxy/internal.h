@@ -12,13 +12,30 @@
 
 #include "chameleon_proxy.h"
 
-/* Serialises the ioctls and the workers; never taken by a kfunc. */
-extern struct mutex chp_mutex;
+struct file;
+struct workqueue_struct;
+
+/* The owner, the park states, the emulation's switch (owner.c); short. */
+extern struct mutex chp_lock;
+/* Ordered: offline, online, emulation adjustment, cleanup (main.c). */
+extern struct workqueue_struct *chp_wq;
+/* Bound, high priority: the work the kfuncs defer (proxy.c, emulate.c). */
+extern struct workqueue_struct *chp_fast_wq;
 
 static inline bool chp_cpu_valid(s32 cpu)
 {
 	return cpu >= 0 && cpu < nr_cpu_ids && cpu_possible(cpu);
 }
+
+/* owner.c: the state belongs to the file that made it */
+bool chp_owner_is_current(void);
+bool chp_owned(void);
+int chp_own_locked(struct file *file);
+void chp_release(struct file *file);
+long chp_claim(struct file *file, struct chameleon_proxy_claim *arg);
+long chp_reset(struct file *file);
+void chp_owner_stats(struct chameleon_proxy_stats *st);
+void chp_owner_exit(void);
 
 /* proxy.c: lent CPUs and the IRQ affinity reconciliation */
 int chp_proxy_init(void);
@@ -26,23 +43,28 @@ void chp_proxy_quiesce(void);
 void chp_proxy_exit(void);
 int chp_proxy_lend(s32 cpu, s32 rep);
 int chp_proxy_reclaim(s32 cpu);
+int chp_fast_cpu(void);
 void chp_proxy_request_reconcile(void);
-struct workqueue_struct *chp_proxy_wq(void);
-void chp_proxy_reconcile_locked(void);
-void chp_proxy_reset_locked(void);
+void chp_proxy_reconcile(const struct cpumask *gone);
+void chp_proxy_flush(void);
+bool chp_proxy_end_lends(void);
+u32 chp_proxy_nr_moved(void);
 void chp_proxy_stats(struct chameleon_proxy_stats *st);
 void chp_proxy_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs);
 
 /* park.c: bulk, deferred hotplug */
 int chp_park_init(void);
 void chp_park_quiesce(void);
+void chp_park_exit_online(void);
 void chp_park_exit(void);
-long chp_park(struct chameleon_proxy_park *arg, const struct cpumask *mask);
-long chp_unpark(struct chameleon_proxy_unpark *arg,
+long chp_park(struct file *file, struct chameleon_proxy_park *arg,
+	      const struct cpumask *mask);
+long chp_unpark(struct file *file, struct chameleon_proxy_unpark *arg,
 		const struct cpumask *mask);
 bool chp_park_is_parked(int cpu);
-const struct cpumask *chp_park_mask(void);
-int chp_park_reset_locked(void);
+u32 chp_park_undo_locked(u64 *found);
+int chp_park_error(void);
+void chp_park_cpu_online(unsigned int cpu);
 void chp_park_stats(struct chameleon_proxy_stats *st);
 void chp_park_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs);
 
@@ -50,9 +72,11 @@ void chp_park_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs);
 int chp_emulate_init(void);
 void chp_emulate_quiesce(void);
 void chp_emulate_exit(void);
-long chp_emulate(struct chameleon_proxy_emulate *arg);
+long chp_emulate(struct file *file, struct chameleon_proxy_emulate *arg);
 int chp_emulate_speed(s32 cpu, u32 level);
-void chp_emulate_off_locked(void);
+bool chp_emulate_off(void);
+void chp_emulate_flush(void);
+void chp_emulate_cpu_online(unsigned int cpu);
 void chp_emulate_stats(struct chameleon_proxy_stats *st);
 void chp_emulate_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs);
 

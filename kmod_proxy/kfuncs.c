@@ -2,7 +2,8 @@
 /*
  * The kfuncs the scx_chameleon BPF scheduler calls.
  *
- * They are registered for struct_ops and syscall programs; the scheduler declares them
+ * They are registered for struct_ops and syscall programs, and a filter lets
+ * only ours call them (chp_kfunc_filter()); the scheduler declares them
  * __ksym __weak and checks bpf_ksym_exists(), so it loads without this module
  * and then simply does without proxies and emulation. It should check
  * chameleon_proxy_abi() too.
@@ -20,6 +21,7 @@
 #include <linux/btf.h>
 #include <linux/btf_ids.h>
 #include <linux/module.h>
+#include <linux/string.h>
 
 #include "internal.h"
 
@@ -34,8 +36,9 @@ __bpf_kfunc_start_defs();
  * affinity, or to @rep), and its interruptions are counted until
  * chameleon_proxy_reclaim().
  *
- * Return: 0, -EINVAL for bad CPU ids or @cpu == @rep, -EBUSY if @cpu is
- * already lent, parked or offline, or @rep offline.
+ * Return: 0, -EINVAL for bad CPU ids or @cpu == @rep, -ENODEV if the module
+ * has no owner (its agent is gone), -EBUSY if @cpu is already lent, parked or
+ * offline, or @rep offline.
  */
 __bpf_kfunc int chameleon_proxy_lend(s32 cpu, s32 rep)
 {
@@ -87,9 +90,40 @@ BTF_ID_FLAGS(func, chameleon_proxy_speed)
 BTF_ID_FLAGS(func, chameleon_proxy_abi)
 BTF_KFUNCS_END(chp_kfunc_ids)
 
+/*
+ * Who may call the kfuncs: the verifier asks, for each call it finds reachable
+ * in a program being loaded, in the loader's context (kernel/bpf/btf.c: the
+ * filters of the module BTF's hook). The ioctls that change the same state
+ * need CAP_SYS_ADMIN and the ownership of the device; a program loaded by
+ * anyone with CAP_BPF must not get around that. So: a sched_ext scheduler, or
+ * a syscall program (the agent's park request), loaded by the process that
+ * owns the device (owner.c). A sched_ext scheduler loaded by the owner is ours:
+ * only one can be enabled at a time. Anything else is refused with -EACCES at
+ * load ("calling kernel function ... is not allowed").
+ */
+static int chp_kfunc_filter(const struct bpf_prog *prog, u32 kfunc_id)
+{
+	const struct bpf_struct_ops *st_ops;
+
+	switch (prog->type) {
+	case BPF_PROG_TYPE_STRUCT_OPS:
+		/* Set by the verifier before it checks calls, since 6.15. */
+		st_ops = prog->aux->st_ops;
+		if (!st_ops || strcmp(st_ops->name, "sched_ext_ops"))
+			return -EACCES;
+		break;
+	case BPF_PROG_TYPE_SYSCALL:
+		break;
+	default:
+		return -EACCES;
+	}
+	return chp_owner_is_current() ? 0 : -EACCES;
+}
+
 static const struct btf_kfunc_id_set chp_kfunc_set = {
 	.owner	= THIS_MODULE,
 	.set	= &chp_kfunc_ids,
+	.filter	= chp_kfunc_filter,
 };
 
 /*

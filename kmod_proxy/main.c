@@ -29,8 +29,8 @@
  * idempotent, coalesce naturally, and a request undone before its
  * non-critical part ran leaves nothing behind.
  *
- * Contexts
- * --------
+ * Contexts and locks
+ * ------------------
  *  - kfuncs: BPF scheduler callbacks, usually under a runqueue lock with
  *    interrupts off, sometimes in hard interrupt context. They may take only
  *    the per-CPU raw spinlocks of proxy.c (leaf locks, always with interrupts
@@ -38,20 +38,29 @@
  *    that may wake a kworker, which takes a runqueue lock, possibly the one
  *    already held (deadlock). The irq_work runs once interrupts are back on,
  *    so with no runqueue lock held, and queues the work item from there.
- *  - ioctls and work items: process context, serialised by chp_mutex. The
- *    park and unpark work items call remove_cpu() and add_cpu() holding
- *    chp_mutex (never cpus_read_lock(): those take the hotplug locks
- *    themselves), which is safe because no hotplug path takes chp_mutex: our
- *    only hotplug callback just queues a work item.
- *  - module exit: first the sources of deferred work are stopped and the work
- *    items cancelled (without chp_mutex held, since they take it), then,
- *    under chp_mutex, everything is undone synchronously: emulation off, the
- *    CPUs we offlined back online, every lend ended and every IRQ affinity we
- *    changed restored.
+ *  - chp_lock (owner.c), short: the owner, the park states, the emulation's
+ *    switch and category. Its holders never sleep on other work or on CPU
+ *    hotplug, so the ioctls, STATS and the CPU hotplug callbacks may all take
+ *    it.
+ *  - chp_wq, ordered: the slow work, one item at a time in queueing order
+ *    (park.c's offline and online, the emulation's adjustment, the cleanup
+ *    after a release). It holds no lock across remove_cpu() or add_cpu().
+ *  - chp_fast_wq, bound and high priority: the work the kfuncs defer (the
+ *    IRQ reconciliation, the emulation's sync), queued on a CPU that can run
+ *    it at once even when every other CPU is in an object (proxy.c).
+ *  - proxy.c's chp_irq_mutex: the saved IRQ affinities, held by a
+ *    reconciliation, which may run from a CPU hotplug callback; its holders
+ *    never wait for hotplug. emulate.c's chp_emul_mutex: the injection
+ *    devices; idle_inject_stop() waits for a hotplug operation in progress
+ *    under it, so no hotplug callback takes it and STATS does not either.
+ *  - module exit: no file is open, so no owner; the sources of deferred work
+ *    are stopped and the work items flushed, then everything is undone
+ *    synchronously.
  *
- * Lock order: chp_mutex, then the hotplug locks (remove_cpu(), add_cpu(),
- * idle_inject_stop()), the IRQ descriptor locks (irq_set_affinity()) or a
- * per-CPU proxy lock. Nothing is taken under a per-CPU proxy lock.
+ * Lock order: chp_lock, then a per-CPU proxy lock; chp_irq_mutex, then the
+ * IRQ descriptor locks (irq_set_affinity()) or a per-CPU proxy lock;
+ * chp_emul_mutex, then the hotplug locks (idle_inject_stop()). Nothing is
+ * taken under a per-CPU proxy lock.
  *
  * Every ioctl validates its command and argument and fails with an error code;
  * nothing a user passes can make the module touch kernel state it did not
@@ -60,6 +69,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
+#include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
@@ -68,11 +78,17 @@
 #include <linux/nospec.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
 
 #include "internal.h"
 
-/* The ioctls and the workers, in turn (internal.h); never a kfunc. */
-DEFINE_MUTEX(chp_mutex);
+#ifndef CHP_HAVE_WQ_PERCPU
+#define WQ_PERCPU 0	/* before 6.18, the default (Kbuild) */
+#endif
+
+struct workqueue_struct *chp_wq;
+struct workqueue_struct *chp_fast_wq;
+static int chp_hp_state;
 
 /*
  * Copies a user cpumask of @words u64 words into @mask: exactly as many words
@@ -102,18 +118,19 @@ out:
 	return ret;
 }
 
-static long chp_ioc_info(void *karg)
+static long chp_ioc_info(struct file *file, void *karg)
 {
 	struct chameleon_proxy_info *info = karg;
 
 	info->abi_version = CHAMELEON_PROXY_ABI_VERSION;
 	info->nr_cpu_ids = nr_cpu_ids;
 	info->features = CHAMELEON_PROXY_F_KFUNCS | CHAMELEON_PROXY_F_PARK |
-			 CHAMELEON_PROXY_F_EMULATE | CHAMELEON_PROXY_F_STATS;
+			 CHAMELEON_PROXY_F_EMULATE | CHAMELEON_PROXY_F_STATS |
+			 CHAMELEON_PROXY_F_OWNER;
 	return 0;
 }
 
-static long chp_ioc_park(void *karg)
+static long chp_ioc_park(struct file *file, void *karg)
 {
 	struct chameleon_proxy_park *arg = karg;
 	cpumask_var_t mask;
@@ -123,12 +140,12 @@ static long chp_ioc_park(void *karg)
 		return -ENOMEM;
 	ret = chp_mask_from_user(mask, arg->mask, arg->mask_words);
 	if (!ret)
-		ret = chp_park(arg, mask);
+		ret = chp_park(file, arg, mask);
 	free_cpumask_var(mask);
 	return ret;
 }
 
-static long chp_ioc_unpark(void *karg)
+static long chp_ioc_unpark(struct file *file, void *karg)
 {
 	struct chameleon_proxy_unpark *arg = karg;
 	cpumask_var_t mask;
@@ -138,14 +155,14 @@ static long chp_ioc_unpark(void *karg)
 		return -ENOMEM;
 	ret = chp_mask_from_user(mask, arg->mask, arg->mask_words);
 	if (!ret)
-		ret = chp_unpark(arg, mask);
+		ret = chp_unpark(file, arg, mask);
 	free_cpumask_var(mask);
 	return ret;
 }
 
-static long chp_ioc_emulate(void *karg)
+static long chp_ioc_emulate(struct file *file, void *karg)
 {
-	return chp_emulate(karg);
+	return chp_emulate(file, karg);
 }
 
 static void chp_fill_cpu_stats(struct chameleon_proxy_cpu_stats *cs)
@@ -178,7 +195,7 @@ static long chp_copy_cpu_stats(void __user *ucpus, u32 size,
 	return 0;
 }
 
-static long chp_ioc_stats(void *karg)
+static long chp_ioc_stats(struct file *file, void *karg)
 {
 	struct chameleon_proxy_stats *st = karg;
 	struct chameleon_proxy_cpu_stats *cs = NULL;
@@ -194,8 +211,8 @@ static long chp_ioc_stats(void *karg)
 		   size > PAGE_SIZE || size % sizeof(u64)))
 		return -EINVAL;
 	/*
-	 * Filled under chp_mutex, copied out after: a fault on the user
-	 * buffer (userfaultfd) must not hold up the workers.
+	 * Filled first, copied out after: a fault on the user buffer
+	 * (userfaultfd) must not happen under chp_lock.
 	 */
 	if (nr) {
 		cs = kvcalloc(nr, sizeof(*cs), GFP_KERNEL);
@@ -208,13 +225,13 @@ static long chp_ioc_stats(void *karg)
 	st->nr_cpus = nr;
 	st->cpu_size = size;
 
-	mutex_lock(&chp_mutex);
+	/* Never waits on the slow work: see "Contexts and locks". */
+	chp_owner_stats(st);
 	chp_proxy_stats(st);
 	chp_park_stats(st);
 	chp_emulate_stats(st);
 	if (cs)
 		chp_fill_cpu_stats(cs);
-	mutex_unlock(&chp_mutex);
 
 	if (cs)
 		ret = chp_copy_cpu_stats(u64_to_user_ptr(ucpus), size, cs);
@@ -222,25 +239,14 @@ static long chp_ioc_stats(void *karg)
 	return ret;
 }
 
-static int chp_reset_locked(void)
+static long chp_ioc_reset(struct file *file, void *karg)
 {
-	int ret;
-
-	chp_emulate_off_locked();
-	ret = chp_park_reset_locked();
-	/* Last, so that the CPUs we offlined are back when IRQs are restored. */
-	chp_proxy_reset_locked();
-	return ret;
+	return chp_reset(file);
 }
 
-static long chp_ioc_reset(void *karg)
+static long chp_ioc_claim(struct file *file, void *karg)
 {
-	int ret;
-
-	mutex_lock(&chp_mutex);
-	ret = chp_reset_locked();
-	mutex_unlock(&chp_mutex);
-	return ret;
+	return chp_claim(file, karg);
 }
 
 union chp_ioc_arg {
@@ -249,6 +255,7 @@ union chp_ioc_arg {
 	struct chameleon_proxy_unpark unpark;
 	struct chameleon_proxy_emulate emulate;
 	struct chameleon_proxy_stats stats;
+	struct chameleon_proxy_claim claim;
 };
 
 /*
@@ -256,7 +263,7 @@ union chp_ioc_arg {
  * argument: a caller may pass a larger one (see chameleon_proxy.h).
  */
 static const struct chp_ioc {
-	long (*fn)(void *karg);
+	long (*fn)(struct file *file, void *karg);
 	unsigned int dir;
 	unsigned int size;
 	bool admin;
@@ -277,6 +284,9 @@ static const struct chp_ioc {
 		sizeof(struct chameleon_proxy_stats) },
 	[_IOC_NR(CHAMELEON_PROXY_IOC_RESET)] = {
 		chp_ioc_reset, _IOC_NONE, 0, true },
+	[_IOC_NR(CHAMELEON_PROXY_IOC_CLAIM)] = {
+		chp_ioc_claim, _IOC_READ | _IOC_WRITE,
+		sizeof(struct chameleon_proxy_claim), true },
 };
 
 static long chameleon_proxy_ioctl(struct file *file, unsigned int cmd,
@@ -299,7 +309,7 @@ static long chameleon_proxy_ioctl(struct file *file, unsigned int cmd,
 	if (ioc->admin && !capable(CAP_SYS_ADMIN))
 		return -EPERM;
 	if (ioc->dir == _IOC_NONE)
-		return usize || arg ? -EINVAL : ioc->fn(NULL);
+		return usize || arg ? -EINVAL : ioc->fn(file, NULL);
 	if (usize < ioc->size)
 		return -EINVAL;
 
@@ -309,14 +319,48 @@ static long chameleon_proxy_ioctl(struct file *file, unsigned int cmd,
 		if (ret)
 			return ret;
 	}
-	ret = ioc->fn(&karg);
+	ret = ioc->fn(file, &karg);
 	if (!ret && (ioc->dir & _IOC_READ))
 		ret = copy_struct_to_user(uarg, usize, &karg, ioc->size, NULL);
 	return ret;
 }
 
+/* Any close of the owner's file, kill -9 included: see owner.c. */
+static int chameleon_proxy_release(struct inode *inode, struct file *file)
+{
+	chp_release(file);
+	return 0;
+}
+
+/*
+ * CPU hotplug, from the CPU's hotplug thread with the hotplug locks held: the
+ * callbacks take chp_lock and chp_irq_mutex, whose holders never wait for
+ * hotplug (see "Contexts and locks").
+ */
+static int chp_cpu_online(unsigned int cpu)
+{
+	chp_park_cpu_online(cpu);
+	chp_emulate_cpu_online(cpu);
+	/* IRQs held off this CPU while it was away may come back. */
+	chp_proxy_reconcile(NULL);
+	return 0;
+}
+
+static int chp_cpu_offline(unsigned int cpu)
+{
+	/*
+	 * Before the kernel moves IRQs off the dying CPU: one we moved onto it
+	 * must go elsewhere now, or the kernel breaks its affinity to all CPUs
+	 * and the original is lost; one whose original is this CPU alone waits
+	 * for it to come back.
+	 */
+	chp_proxy_reconcile(cpumask_of(cpu));
+	return 0;
+}
+
 static const struct file_operations chameleon_proxy_fops = {
 	.owner		= THIS_MODULE,
+	.release	= chameleon_proxy_release,
 	.unlocked_ioctl	= chameleon_proxy_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 };
@@ -328,13 +372,28 @@ static struct miscdevice chameleon_proxy_dev = {
 	.mode	= 0600,
 };
 
+static void chp_wq_destroy(void)
+{
+	if (chp_wq)
+		destroy_workqueue(chp_wq);
+	if (chp_fast_wq)
+		destroy_workqueue(chp_fast_wq);
+}
+
 static int __init chameleon_proxy_init(void)
 {
 	int ret;
 
+	chp_wq = alloc_ordered_workqueue("chameleon_proxy", WQ_HIGHPRI);
+	chp_fast_wq = alloc_workqueue("chameleon_proxy_fast",
+				      WQ_HIGHPRI | WQ_PERCPU, 0);
+	if (!chp_wq || !chp_fast_wq) {
+		chp_wq_destroy();
+		return -ENOMEM;
+	}
 	ret = chp_latency_init();
 	if (ret)
-		return ret;
+		goto err_wq;
 	ret = chp_proxy_init();
 	if (ret)
 		goto err_latency;
@@ -344,6 +403,12 @@ static int __init chameleon_proxy_init(void)
 	ret = chp_emulate_init();
 	if (ret)
 		goto err_park;
+	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN,
+					"chameleon_proxy:online",
+					chp_cpu_online, chp_cpu_offline);
+	if (ret < 0)
+		goto err_emulate;
+	chp_hp_state = ret;
 	/*
 	 * Nothing can call the kfuncs before init returns (BPF programs only
 	 * get a module's kfuncs once it is live), nor the ioctls before
@@ -353,17 +418,19 @@ static int __init chameleon_proxy_init(void)
 	ret = chp_kfuncs_register();
 	if (ret) {
 		pr_err("cannot register the kfuncs: %d\n", ret);
-		goto err_emulate;
+		goto err_hp;
 	}
 	ret = misc_register(&chameleon_proxy_dev);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", chameleon_proxy_dev.name, ret);
-		goto err_emulate;
+		goto err_hp;
 	}
 	pr_info("loaded, ABI %d, %u CPU ids\n", CHAMELEON_PROXY_ABI_VERSION,
 		nr_cpu_ids);
 	return 0;
 
+err_hp:
+	cpuhp_remove_state_nocalls(chp_hp_state);
 err_emulate:
 	chp_emulate_quiesce();
 	chp_emulate_exit();
@@ -373,25 +440,34 @@ err_proxy:
 	chp_proxy_exit();
 err_latency:
 	chp_latency_exit();
+err_wq:
+	chp_wq_destroy();
 	return ret;
 }
 
 static void __exit chameleon_proxy_exit(void)
 {
-	/* No ioctl runs now: an open file holds a module reference. */
+	/*
+	 * No ioctl runs now and no file is open (each holds a module
+	 * reference), so there is no owner and every release has queued its
+	 * cleanup; no kfunc runs either (a loaded BPF program calling them
+	 * holds one too).
+	 */
 	misc_deregister(&chameleon_proxy_dev);
+	cpuhp_remove_state_nocalls(chp_hp_state);
+	chp_owner_exit();
 	chp_emulate_quiesce();
 	chp_park_quiesce();
 	chp_proxy_quiesce();
-
-	mutex_lock(&chp_mutex);
-	chp_reset_locked();
-	mutex_unlock(&chp_mutex);
+	/* What the cleanups could not undo, once more, synchronously. */
+	chp_park_exit_online();
+	chp_proxy_reconcile(NULL);
 
 	chp_emulate_exit();
 	chp_park_exit();
 	chp_proxy_exit();
 	chp_latency_exit();
+	chp_wq_destroy();
 	pr_info("unloaded\n");
 }
 

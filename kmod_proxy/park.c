@@ -4,22 +4,32 @@
  *
  * Taking a CPU offline costs tens of milliseconds (36-93 ms per CPU under
  * TCG), far too long for a decision the agent takes on its control path. So
- * PARK only does what must be true at once, under chp_mutex: it checks the
- * mask, marks the CPUs parked (the proxy reconciliation then keeps device
- * interrupts off them, and lend refuses them) and arms one delayed work item.
- * After the hold-off, the work item calls remove_cpu() for every CPU still
- * parked and online. UNPARK of a CPU whose offline has not happened yet just
- * clears its marks (its offline never runs); a CPU we really took offline is
- * brought back by another work item calling add_cpu().
+ * PARK only does what must be true at once: it checks the mask, marks the
+ * CPUs parked (the proxy reconciliation then keeps device interrupts off
+ * them, and lend refuses them) and arms one delayed work item. After the
+ * hold-off, the work item calls remove_cpu() for every CPU still parked and
+ * online, one after the other with nothing in between. UNPARK of a CPU whose
+ * offline has not happened yet just clears its mark (its offline never runs);
+ * a CPU we really took offline is brought back by another work item calling
+ * add_cpu(). Both run on the ordered chp_wq, so an online is never overtaken
+ * by the offline it undoes, and hold no lock across remove_cpu() or
+ * add_cpu(): STATS and the other ioctls never wait for them.
  *
- * remove_cpu() and add_cpu() take the device and CPU hotplug locks
- * themselves, so we call them holding chp_mutex only. That is safe because
- * nothing in the hotplug path takes chp_mutex: the module's only hotplug
- * callback (emulate.c) just queues a work item.
+ * Each CPU's park state is one word, changed under chp_lock and read
+ * lock-free (by the kfuncs, through chp_park_is_parked()):
  *
- * Someone else may take a CPU offline or online through sysfs meanwhile: a
- * parked CPU already offline is left alone and not counted as ours, a CPU we
- * offlined that is already back online is simply no longer ours.
+ *   NONE ----PARK----> PENDING ---hold-off over---> OFFLINING --done--> OFFLINED
+ *    ^                  |  |                          |    |               |  |
+ *    |                  |  +--offline already--> HELD <----+--failed        |  |
+ *    +--UNPARK, undo----+                          |  ^--online by someone--+  |
+ *    +--UNPARK, undo-------------------------------+                           |
+ *    +--online--- ONLINING <---UNPARK, undo (from OFFLINING or OFFLINED)------+
+ *
+ * PENDING, HELD, OFFLINING and OFFLINED are parked. HELD is parked but not
+ * ours to take offline or bring back: remove_cpu() failed, or someone else
+ * took the CPU offline or brought it back online (sysfs) meanwhile; the
+ * scheduler's request still stands. ONLINING stays set while add_cpu() fails,
+ * so that the next RESET or CLAIM tries again.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -32,19 +42,24 @@
 
 #include "internal.h"
 
-/* Masks, under chp_mutex; chp_parked is also read lock-free by the kfuncs. */
-static cpumask_var_t chp_parked;	/* parked: no IRQs, offline soon */
-static cpumask_var_t chp_pending;	/* parked, remove_cpu() not yet due */
-static cpumask_var_t chp_offlined;	/* taken offline by us */
-static cpumask_var_t chp_onlining;	/* unparked, add_cpu() to do */
+enum chp_park_state {
+	CHP_PARK_NONE,
+	CHP_PARK_PENDING,
+	CHP_PARK_HELD,
+	CHP_PARK_OFFLINING,
+	CHP_PARK_OFFLINED,
+	CHP_PARK_ONLINING,
+};
 
 struct chp_park_cpu {
+	int state;		/* enum chp_park_state; under chp_lock */
 	unsigned long deadline;	/* jiffies when the CPU goes offline */
 	u64 t0;			/* ktime of the PARK or UNPARK call */
 };
 
 static DEFINE_PER_CPU(struct chp_park_cpu, chp_park_cpu);
 
+/* Counters, under chp_lock. */
 static struct {
 	u64 parks;
 	u64 unparks;
@@ -67,15 +82,26 @@ static void chp_unpark_work_fn(struct work_struct *work);
 static DECLARE_DELAYED_WORK(chp_park_work, chp_park_work_fn);
 static DECLARE_WORK(chp_unpark_work, chp_unpark_work_fn);
 
-bool chp_park_is_parked(int cpu)
+static int chp_state(int cpu)
 {
-	return cpumask_test_cpu(cpu, chp_parked);
+	return READ_ONCE(per_cpu_ptr(&chp_park_cpu, cpu)->state);
 }
 
-const struct cpumask *chp_park_mask(void)
+static void chp_set_state(int cpu, int state)
 {
-	lockdep_assert_held(&chp_mutex);
-	return chp_parked;
+	lockdep_assert_held(&chp_lock);
+	WRITE_ONCE(per_cpu_ptr(&chp_park_cpu, cpu)->state, state);
+}
+
+static bool chp_state_parked(int state)
+{
+	return state != CHP_PARK_NONE && state != CHP_PARK_ONLINING;
+}
+
+/* Lock-free: the kfuncs and the IRQ reconciliation. */
+bool chp_park_is_parked(int cpu)
+{
+	return chp_state_parked(chp_state(cpu));
 }
 
 /* Arms chp_park_work for @when, unless it is already due earlier. */
@@ -83,98 +109,109 @@ static void chp_park_arm(unsigned long when)
 {
 	unsigned long now = jiffies;
 
+	lockdep_assert_held(&chp_lock);
 	if (delayed_work_pending(&chp_park_work) &&
 	    time_before_eq(chp_park_due, when))
 		return;
 	chp_park_due = when;
-	mod_delayed_work(system_unbound_wq, &chp_park_work,
+	mod_delayed_work(chp_wq, &chp_park_work,
 			 time_after(when, now) ? when - now : 0);
 }
 
-static void chp_offline(int cpu)
+/*
+ * The non-critical part of PARK: offline the CPUs whose hold-off is over,
+ * back to back. The IRQs are off them already: PARK asked for a
+ * reconciliation, and our hotplug callback runs one before the kernel
+ * migrates a dying CPU's IRQs.
+ */
+static void chp_park_work_fn(struct work_struct *work)
 {
-	int ret;
+	unsigned long next = 0, now = jiffies;
+	struct chp_park_cpu *pc;
+	cpumask_var_t due;
+	bool more = false;
+	int cpu, ret;
 
-	if (!cpu_online(cpu))
-		return;		/* taken offline by someone else: not ours */
-	chp_park_stat.remove_calls++;
-	ret = remove_cpu(cpu);
-	chp_park_stat.park_physical_ns =
-		ktime_get_ns() - per_cpu_ptr(&chp_park_cpu, cpu)->t0;
-	if (ret < 0) {
-		chp_park_stat.remove_failures++;
-		chp_park_stat.remove_error = ret;
-		pr_info("cannot take CPU %d offline: %d\n", cpu, ret);
+	if (!zalloc_cpumask_var(&due, GFP_KERNEL)) {
+		mutex_lock(&chp_lock);
+		chp_park_arm(now + 1);
+		mutex_unlock(&chp_lock);
 		return;
 	}
-	/* A positive value means it was offline already. */
-	if (ret == 0)
-		cpumask_set_cpu(cpu, chp_offlined);
+	mutex_lock(&chp_lock);
+	for_each_possible_cpu(cpu) {
+		pc = per_cpu_ptr(&chp_park_cpu, cpu);
+		if (pc->state != CHP_PARK_PENDING)
+			continue;
+		if (time_before(now, pc->deadline)) {
+			if (!more || time_before(pc->deadline, next))
+				next = pc->deadline;
+			more = true;
+			continue;
+		}
+		chp_set_state(cpu, CHP_PARK_OFFLINING);
+		cpumask_set_cpu(cpu, due);
+	}
+	if (more)
+		chp_park_arm(next);
+	mutex_unlock(&chp_lock);
+
+	for_each_cpu(cpu, due) {
+		pc = per_cpu_ptr(&chp_park_cpu, cpu);
+		/* Unparked meanwhile: not taken offline at all. */
+		if (chp_state(cpu) != CHP_PARK_OFFLINING)
+			ret = 1;
+		else if (!cpu_online(cpu))
+			ret = 1;	/* offline by someone else: not ours */
+		else
+			ret = remove_cpu(cpu);
+
+		mutex_lock(&chp_lock);
+		if (ret <= 0) {
+			chp_park_stat.remove_calls++;
+			chp_park_stat.park_physical_ns = ktime_get_ns() - pc->t0;
+		}
+		if (ret < 0) {
+			chp_park_stat.remove_failures++;
+			chp_park_stat.remove_error = ret;
+			pr_info("cannot take CPU %d offline: %d\n", cpu, ret);
+		}
+		if (pc->state == CHP_PARK_OFFLINING)
+			chp_set_state(cpu, ret ? CHP_PARK_HELD : CHP_PARK_OFFLINED);
+		else if (pc->state == CHP_PARK_ONLINING && ret)
+			chp_set_state(cpu, CHP_PARK_NONE);	/* never went */
+		/* ONLINING after a done offline: chp_unpark_work is queued. */
+		mutex_unlock(&chp_lock);
+	}
+	free_cpumask_var(due);
 }
 
-static int chp_online(int cpu)
+/* The non-critical part of UNPARK and of an undo: our CPUs back online. */
+static void chp_unpark_work_fn(struct work_struct *work)
 {
-	int ret;
+	struct chp_park_cpu *pc;
+	int cpu, ret;
 
-	if (!cpu_online(cpu)) {
-		chp_park_stat.add_calls++;
-		ret = add_cpu(cpu);
+	for_each_possible_cpu(cpu) {
+		if (chp_state(cpu) != CHP_PARK_ONLINING)
+			continue;
+		pc = per_cpu_ptr(&chp_park_cpu, cpu);
+		ret = cpu_online(cpu) ? 1 : add_cpu(cpu);
+
+		mutex_lock(&chp_lock);
+		if (ret <= 0) {
+			chp_park_stat.add_calls++;
+			chp_park_stat.unpark_physical_ns = ktime_get_ns() - pc->t0;
+		}
 		if (ret < 0) {
 			chp_park_stat.add_failures++;
 			chp_park_stat.add_error = ret;
 			pr_warn("cannot bring CPU %d back online: %d\n", cpu, ret);
-			return ret;
+		} else if (pc->state == CHP_PARK_ONLINING) {
+			chp_set_state(cpu, CHP_PARK_NONE);
 		}
+		mutex_unlock(&chp_lock);
 	}
-	/* Online again, by us or by someone else: no longer ours. */
-	cpumask_clear_cpu(cpu, chp_offlined);
-	return 0;
-}
-
-/* The non-critical part of PARK: offline the CPUs whose hold-off is over. */
-static void chp_park_work_fn(struct work_struct *work)
-{
-	unsigned long next = 0;
-	bool more = false;
-	int cpu;
-
-	mutex_lock(&chp_mutex);
-	/*
-	 * Move the IRQs first: if the kernel found one whose affinity has no
-	 * online CPU left, it would widen it to all CPUs for good.
-	 */
-	if (!cpumask_empty(chp_pending))
-		chp_proxy_reconcile_locked();
-	for_each_cpu(cpu, chp_pending) {
-		unsigned long deadline = per_cpu_ptr(&chp_park_cpu, cpu)->deadline;
-
-		if (time_before(jiffies, deadline)) {
-			if (!more || time_before(deadline, next))
-				next = deadline;
-			more = true;
-			continue;
-		}
-		cpumask_clear_cpu(cpu, chp_pending);
-		chp_offline(cpu);
-	}
-	if (more)
-		chp_park_arm(next);
-	mutex_unlock(&chp_mutex);
-}
-
-static void chp_unpark_work_fn(struct work_struct *work)
-{
-	int cpu;
-
-	mutex_lock(&chp_mutex);
-	for_each_cpu(cpu, chp_onlining) {
-		cpumask_clear_cpu(cpu, chp_onlining);
-		chp_online(cpu);
-		chp_park_stat.unpark_physical_ns =
-			ktime_get_ns() - per_cpu_ptr(&chp_park_cpu, cpu)->t0;
-	}
-	chp_proxy_reconcile_locked();
-	mutex_unlock(&chp_mutex);
 }
 
 static int chp_park_check(const struct cpumask *mask)
@@ -182,22 +219,24 @@ static int chp_park_check(const struct cpumask *mask)
 	bool left = false;
 	int cpu;
 
+	lockdep_assert_held(&chp_lock);
 	/* The boot CPU runs things that cannot move (and often cannot go). */
 	if (cpumask_test_cpu(0, mask))
 		return -EINVAL;
 	for_each_cpu(cpu, mask) {
-		if (cpumask_test_cpu(cpu, chp_parked) || !cpu_online(cpu))
+		if (chp_state(cpu) != CHP_PARK_NONE || !cpu_online(cpu))
 			return -EBUSY;
 		if (!cpu_is_hotpluggable(cpu))
 			return -EOPNOTSUPP;
 	}
-	for_each_cpu_andnot(cpu, cpu_online_mask, chp_parked)
-		if (!cpumask_test_cpu(cpu, mask))
+	for_each_online_cpu(cpu)
+		if (!chp_park_is_parked(cpu) && !cpumask_test_cpu(cpu, mask))
 			left = true;
 	return left ? 0 : -EINVAL;
 }
 
-long chp_park(struct chameleon_proxy_park *arg, const struct cpumask *mask)
+long chp_park(struct file *file, struct chameleon_proxy_park *arg,
+	      const struct cpumask *mask)
 {
 	u64 t0 = ktime_get_ns();
 	unsigned long deadline;
@@ -207,28 +246,48 @@ long chp_park(struct chameleon_proxy_park *arg, const struct cpumask *mask)
 	    arg->holdoff_ms > CHAMELEON_PROXY_MAX_HOLDOFF_MS)
 		return -EINVAL;
 
-	mutex_lock(&chp_mutex);
-	ret = chp_park_check(mask);
+	mutex_lock(&chp_lock);
+	ret = chp_park_check(mask) ?: chp_own_locked(file);
 	if (ret)
 		goto out;
 	deadline = jiffies + msecs_to_jiffies(arg->holdoff_ms);
 	for_each_cpu(cpu, mask) {
 		per_cpu_ptr(&chp_park_cpu, cpu)->deadline = deadline;
 		per_cpu_ptr(&chp_park_cpu, cpu)->t0 = t0;
+		chp_set_state(cpu, CHP_PARK_PENDING);
 	}
-	cpumask_or(chp_parked, chp_parked, mask);
-	cpumask_or(chp_pending, chp_pending, mask);
 	chp_proxy_request_reconcile();
 	chp_park_arm(deadline);
 	chp_park_stat.parks++;
 	arg->critical_ns = ktime_get_ns() - t0;
 	chp_park_stat.park_critical_ns = arg->critical_ns;
 out:
-	mutex_unlock(&chp_mutex);
+	mutex_unlock(&chp_lock);
 	return ret;
 }
 
-long chp_unpark(struct chameleon_proxy_unpark *arg, const struct cpumask *mask)
+/*
+ * Unparks @cpu, under chp_lock; returns true if it is ours to bring back
+ * online (then the caller queues chp_unpark_work).
+ */
+static bool chp_unpark_one(int cpu, u64 t0)
+{
+	switch (chp_state(cpu)) {
+	case CHP_PARK_OFFLINING:
+	case CHP_PARK_OFFLINED:
+	case CHP_PARK_ONLINING:
+		per_cpu_ptr(&chp_park_cpu, cpu)->t0 = t0;
+		chp_set_state(cpu, CHP_PARK_ONLINING);
+		return true;
+	default:
+		/* Not offline yet: clearing the mark cancels its offline. */
+		chp_set_state(cpu, CHP_PARK_NONE);
+		return false;
+	}
+}
+
+long chp_unpark(struct file *file, struct chameleon_proxy_unpark *arg,
+		const struct cpumask *mask)
 {
 	u64 t0 = ktime_get_ns();
 	bool onlining = false;
@@ -237,59 +296,92 @@ long chp_unpark(struct chameleon_proxy_unpark *arg, const struct cpumask *mask)
 	if (arg->flags || memchr_inv(arg->reserved, 0, sizeof(arg->reserved)))
 		return -EINVAL;
 
-	mutex_lock(&chp_mutex);
-	if (!cpumask_subset(mask, chp_parked)) {
-		ret = -EINVAL;
-		goto out;
-	}
+	mutex_lock(&chp_lock);
 	for_each_cpu(cpu, mask) {
-		/* Not offline yet: clearing the marks cancels its offline. */
-		cpumask_clear_cpu(cpu, chp_parked);
-		cpumask_clear_cpu(cpu, chp_pending);
-		if (cpumask_test_cpu(cpu, chp_offlined)) {
-			per_cpu_ptr(&chp_park_cpu, cpu)->t0 = t0;
-			cpumask_set_cpu(cpu, chp_onlining);
-			onlining = true;
+		if (!chp_park_is_parked(cpu)) {
+			ret = -EINVAL;
+			goto out;
 		}
 	}
+	ret = chp_own_locked(file);
+	if (ret)
+		goto out;
+	for_each_cpu(cpu, mask)
+		onlining |= chp_unpark_one(cpu, t0);
 	/*
 	 * IRQs come back now; an original affinity may name a CPU still
-	 * offline, which is fine. The unpark worker reconciles again once its
-	 * CPUs are online.
+	 * offline: the online callback gives it back once it is online.
 	 */
 	chp_proxy_request_reconcile();
 	if (onlining)
-		queue_work(system_unbound_wq, &chp_unpark_work);
+		queue_work(chp_wq, &chp_unpark_work);
 	chp_park_stat.unparks++;
 	arg->critical_ns = ktime_get_ns() - t0;
 	chp_park_stat.unpark_critical_ns = arg->critical_ns;
 	if (!onlining)
 		chp_park_stat.unpark_physical_ns = arg->critical_ns;
 out:
-	mutex_unlock(&chp_mutex);
+	mutex_unlock(&chp_lock);
 	return ret;
 }
 
-/* RESET: every CPU unparked, the ones we took offline back online now. */
-int chp_park_reset_locked(void)
+/*
+ * Release, RESET, CLAIM: every CPU unparked, the ones we took offline (or are
+ * taking) back online by chp_unpark_work. Returns how many those are and adds
+ * CHAMELEON_PROXY_FOUND_* bits to @found.
+ */
+u32 chp_park_undo_locked(u64 *found)
 {
-	int cpu, err, ret = 0;
+	u64 t0 = ktime_get_ns();
+	u32 nr = 0;
+	int cpu;
 
-	lockdep_assert_held(&chp_mutex);
-	cpumask_clear(chp_parked);
-	cpumask_clear(chp_pending);
-	cpumask_clear(chp_onlining);
-	for_each_cpu(cpu, chp_offlined) {
-		err = chp_online(cpu);
-		if (err && !ret)
-			ret = err;
+	lockdep_assert_held(&chp_lock);
+	for_each_possible_cpu(cpu) {
+		int state = chp_state(cpu);
+
+		if (state == CHP_PARK_NONE)
+			continue;
+		if (chp_state_parked(state))
+			*found |= CHAMELEON_PROXY_FOUND_PARKED;
+		if (chp_unpark_one(cpu, t0)) {
+			*found |= CHAMELEON_PROXY_FOUND_OFFLINED;
+			nr++;
+		}
 	}
+	if (nr)
+		queue_work(chp_wq, &chp_unpark_work);
+	return nr;
+}
+
+/* After an undo was waited for: the error of a CPU that is still not back. */
+int chp_park_error(void)
+{
+	int cpu, ret = 0;
+
+	mutex_lock(&chp_lock);
+	for_each_possible_cpu(cpu)
+		if (chp_state(cpu) == CHP_PARK_ONLINING)
+			ret = chp_park_stat.add_error ?: -EIO;
+	mutex_unlock(&chp_lock);
 	return ret;
+}
+
+/*
+ * CPU hotplug callback (main.c): a CPU we took offline that someone else
+ * brought back is no longer ours; it stays parked.
+ */
+void chp_park_cpu_online(unsigned int cpu)
+{
+	mutex_lock(&chp_lock);
+	if (chp_state(cpu) == CHP_PARK_OFFLINED)
+		chp_set_state(cpu, CHP_PARK_HELD);
+	mutex_unlock(&chp_lock);
 }
 
 void chp_park_stats(struct chameleon_proxy_stats *st)
 {
-	lockdep_assert_held(&chp_mutex);
+	mutex_lock(&chp_lock);
 	st->parks = chp_park_stat.parks;
 	st->unparks = chp_park_stat.unparks;
 	st->remove_cpu_calls = chp_park_stat.remove_calls;
@@ -302,54 +394,52 @@ void chp_park_stats(struct chameleon_proxy_stats *st)
 	st->park_physical_ns = chp_park_stat.park_physical_ns;
 	st->unpark_critical_ns = chp_park_stat.unpark_critical_ns;
 	st->unpark_physical_ns = chp_park_stat.unpark_physical_ns;
+	mutex_unlock(&chp_lock);
 }
 
 void chp_park_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs)
 {
-	lockdep_assert_held(&chp_mutex);
+	int state = chp_state(cpu);
+
 	if (cpu_online(cpu))
 		cs->flags |= CHAMELEON_PROXY_CPU_ONLINE;
-	if (cpumask_test_cpu(cpu, chp_parked))
+	if (chp_state_parked(state))
 		cs->flags |= CHAMELEON_PROXY_CPU_PARKED;
-	if (cpumask_test_cpu(cpu, chp_pending))
+	if (state == CHP_PARK_PENDING)
 		cs->flags |= CHAMELEON_PROXY_CPU_PENDING;
-	if (cpumask_test_cpu(cpu, chp_offlined))
+	if ((state == CHP_PARK_OFFLINING || state == CHP_PARK_OFFLINED ||
+	     state == CHP_PARK_ONLINING) && !cpu_online(cpu))
 		cs->flags |= CHAMELEON_PROXY_CPU_OFFLINED;
-}
-
-static void chp_park_free(void)
-{
-	free_cpumask_var(chp_parked);
-	free_cpumask_var(chp_pending);
-	free_cpumask_var(chp_offlined);
-	free_cpumask_var(chp_onlining);
 }
 
 int chp_park_init(void)
 {
-	if (!zalloc_cpumask_var(&chp_parked, GFP_KERNEL) ||
-	    !zalloc_cpumask_var(&chp_pending, GFP_KERNEL) ||
-	    !zalloc_cpumask_var(&chp_offlined, GFP_KERNEL) ||
-	    !zalloc_cpumask_var(&chp_onlining, GFP_KERNEL)) {
-		chp_park_free();
-		return -ENOMEM;
-	}
 	return 0;
 }
 
-/* Module exit, before the final reset: no worker may run after it. */
+/* Module exit: no worker may run after this. */
 void chp_park_quiesce(void)
 {
 	cancel_delayed_work_sync(&chp_park_work);
-	cancel_work_sync(&chp_unpark_work);
+	flush_work(&chp_unpark_work);
 }
 
-/* Module exit, after the final reset. */
+/* Module exit, after the quiesce: what a cleanup could not bring back. */
+void chp_park_exit_online(void)
+{
+	u64 found = 0;
+
+	mutex_lock(&chp_lock);
+	chp_park_undo_locked(&found);
+	mutex_unlock(&chp_lock);
+	flush_work(&chp_unpark_work);
+}
+
 void chp_park_exit(void)
 {
 	int cpu;
 
-	for_each_cpu(cpu, chp_offlined)
-		pr_warn("CPU %d stays offline\n", cpu);
-	chp_park_free();
+	for_each_possible_cpu(cpu)
+		if (chp_state(cpu) == CHP_PARK_ONLINING)
+			pr_warn("CPU %d stays offline\n", cpu);
 }

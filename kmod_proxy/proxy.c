@@ -16,9 +16,9 @@
  *    spinlock, snapshot or accumulate its counters and raise an irq_work,
  *    nothing more: no sleeping, no allocation, no wakeup.
  *
- *  - chp_proxy_reconcile_locked() runs in process context under chp_mutex,
- *    from a work item (queued by the irq_work) or directly from the park
- *    code. It reads the current set of lent and parked CPUs and makes every
+ *  - chp_proxy_reconcile() runs in process context under chp_irq_mutex,
+ *    from a work item (queued by the irq_work, or by an ioctl) or from a CPU
+ *    hotplug callback. It reads the current set of lent and parked CPUs and makes every
  *    movable IRQ's affinity agree with it: moved off those CPUs if its
  *    affinity meets them, given its original affinity back once it no longer
  *    does. It looks at the state only, never at the events that led to it, so
@@ -32,6 +32,13 @@
  * The original affinity of every IRQ we moved is kept in chp_saved, keyed by
  * IRQ number. If someone else (irqbalance, an administrator) changes the
  * affinity of such an IRQ meanwhile, their choice wins: we forget ours.
+ *
+ * CPU hotplug: the kernel breaks the affinity of an IRQ whose mask has no
+ * online CPU left when a CPU goes, to all CPUs, for good; that would be taken
+ * for someone else's choice and the original lost. So the teardown callback
+ * reconciles with the dying CPU counted as gone first: an IRQ we moved onto it
+ * goes elsewhere, and one whose original has no CPU left stays where we put it
+ * until the online callback finds a CPU of its original back.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -82,7 +89,7 @@ struct chp_proxy_cpu {
 	struct chp_counts snap;	/* counters when the current lend started */
 	struct chp_intr total;	/* counted over the finished lends */
 	cpumask_var_t proxying_for; /* CPUs lent to this one; atomic bitops */
-	/* Under chp_mutex: lend_ns, reclaim_ns as the reconciliation took them */
+	/* Under chp_irq_mutex: lend_ns, reclaim_ns as the reconciliation took them */
 	u64 applying_lend_ns;
 	u64 applying_reclaim_ns;
 };
@@ -93,14 +100,10 @@ static DEFINE_PER_CPU_SHARED_ALIGNED(struct chp_proxy_cpu, chp_proxy_cpu);
 static atomic64_t chp_lends, chp_lends_refused;
 static atomic64_t chp_reclaims, chp_reclaims_refused, chp_skipped;
 
-/* Counters of the reconciliation, under chp_mutex. */
-static struct {
-	u64 redirects;
-	u64 restores;
-	u64 failures;
-	u64 managed;
-	int last_error;
-} chp_irq_stats;
+/* Counters of the reconciliation, written under chp_irq_mutex. */
+static atomic64_t chp_redirects, chp_restores, chp_irq_failures, chp_managed;
+static atomic_t chp_irq_last_error;
+static atomic_t chp_nr_moved;	/* saved entries that are not managed */
 
 /*
  * An IRQ whose affinity we changed (or, with @managed, a kernel-managed IRQ
@@ -112,10 +115,10 @@ struct chp_saved_irq {
 	unsigned long masks[];
 };
 
+/* The saved IRQs and the reconciliation's scratch masks. */
+static DEFINE_MUTEX(chp_irq_mutex);
 static DEFINE_XARRAY(chp_saved);
-
-/* Scratch masks of the reconciliation, under chp_mutex. */
-static cpumask_var_t chp_excl, chp_cur, chp_target;
+static cpumask_var_t chp_excl, chp_gone_excl, chp_up, chp_cur, chp_target;
 
 static struct cpumask *chp_saved_orig(struct chp_saved_irq *s)
 {
@@ -173,24 +176,21 @@ static void chp_counts_since(int cpu, const struct chp_counts *snap,
 
 static void chp_proxy_work_fn(struct work_struct *work)
 {
-	mutex_lock(&chp_mutex);
-	chp_proxy_reconcile_locked();
-	mutex_unlock(&chp_mutex);
+	chp_proxy_reconcile(NULL);
 }
 
 static DECLARE_WORK(chp_proxy_work, chp_proxy_work_fn);
 
 /*
- * The workqueue for work the kfuncs defer. Unbound, so that a free CPU runs
- * it at once, unless every online CPU is in an object (lent, or a
- * representative): lent CPUs serve only kthreads bound to them and a
- * representative its owner, so an unbound kworker would wait for a split
- * (with an object of all 4 CPUs, more lends were reclaimed before their IRQs
- * moved than applied). Then it is the local CPU's own kworker, which the
- * scheduler lets run on a representative or a lent CPU without a split. The
- * walk is over CPUs' lending state only, once per deferred burst.
+ * The CPU to run the deferred work on (chp_fast_wq is bound). Any CPU neither
+ * lent nor a representative runs it at once; when every online CPU is in an
+ * object, the local CPU's kworker, which the scheduler lets run on a
+ * representative or a lent CPU without a split (an unbound kworker would wait
+ * for one: with an object of all 4 CPUs, more lends were reclaimed before
+ * their IRQs moved than applied). The walk is over CPUs' lending state only,
+ * once per deferred burst.
  */
-struct workqueue_struct *chp_proxy_wq(void)
+int chp_fast_cpu(void)
 {
 	int cpu;
 
@@ -198,9 +198,9 @@ struct workqueue_struct *chp_proxy_wq(void)
 		struct chp_proxy_cpu *pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
 
 		if (READ_ONCE(pc->proxied_by) < 0 && cpumask_empty(pc->proxying_for))
-			return system_unbound_wq;
+			return cpu;
 	}
-	return system_highpri_wq;
+	return raw_smp_processor_id();
 }
 
 /*
@@ -210,7 +210,7 @@ struct workqueue_struct *chp_proxy_wq(void)
  */
 static void chp_proxy_irq_work_fn(struct irq_work *iw)
 {
-	queue_work(chp_proxy_wq(), &chp_proxy_work);
+	queue_work_on(chp_fast_cpu(), chp_fast_wq, &chp_proxy_work);
 }
 
 static DEFINE_IRQ_WORK(chp_proxy_irq_work, chp_proxy_irq_work_fn);
@@ -218,7 +218,14 @@ static DEFINE_IRQ_WORK(chp_proxy_irq_work, chp_proxy_irq_work_fn);
 /* Process context only: ask for a reconciliation without waiting for it. */
 void chp_proxy_request_reconcile(void)
 {
-	queue_work(system_unbound_wq, &chp_proxy_work);
+	queue_work_on(chp_fast_cpu(), chp_fast_wq, &chp_proxy_work);
+}
+
+/* Waits for the reconciliations asked for so far. */
+void chp_proxy_flush(void)
+{
+	irq_work_sync(&chp_proxy_irq_work);
+	flush_work(&chp_proxy_work);
 }
 
 /* kfunc context: see the top comment. */
@@ -232,6 +239,11 @@ int chp_proxy_lend(s32 cpu, s32 rep)
 
 	if (!chp_cpu_valid(cpu) || !chp_cpu_valid(rep) || cpu == rep) {
 		ret = -EINVAL;
+		goto refused;
+	}
+	/* No owner: its agent is gone, and the scheduler is on its way out. */
+	if (!chp_owned()) {
+		ret = -ENODEV;
 		goto refused;
 	}
 	if (!cpu_online(cpu) || !cpu_online(rep) || chp_park_is_parked(cpu)) {
@@ -332,10 +344,12 @@ static void chp_build_excluded(struct cpumask *excl)
 	unsigned long flags;
 	int cpu;
 
-	cpumask_copy(excl, chp_park_mask());
+	cpumask_clear(excl);
 	for_each_possible_cpu(cpu) {
 		struct chp_proxy_cpu *pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
 
+		if (chp_park_is_parked(cpu))
+			cpumask_set_cpu(cpu, excl);
 		raw_spin_lock_irqsave(&pc->lock, flags);
 		if (pc->proxied_by >= 0) {
 			cpumask_set_cpu(cpu, excl);
@@ -419,8 +433,8 @@ static bool chp_read_irq(unsigned int irq, struct cpumask *aff, bool *managed)
 
 static void chp_irq_error(int err)
 {
-	chp_irq_stats.failures++;
-	chp_irq_stats.last_error = err;
+	atomic64_inc(&chp_irq_failures);
+	atomic_set(&chp_irq_last_error, err);
 }
 
 static struct chp_saved_irq *chp_remember(unsigned int irq,
@@ -438,19 +452,25 @@ static struct chp_saved_irq *chp_remember(unsigned int irq,
 		kfree(s);
 		return NULL;
 	}
+	if (!managed)
+		atomic_inc(&chp_nr_moved);
 	return s;
 }
 
 static void chp_forget(unsigned int irq, struct chp_saved_irq *s)
 {
-	if (s)
-		kfree(xa_erase(&chp_saved, irq));
+	if (!s)
+		return;
+	if (!s->managed)
+		atomic_dec(&chp_nr_moved);
+	kfree(xa_erase(&chp_saved, irq));
 }
 
 /*
  * Where an IRQ whose affinity is @orig should go: @orig less the excluded
- * CPUs if some of them are online, else the representative of the first lent
- * CPU of @orig, else any online CPU neither lent nor parked.
+ * CPUs if some of them are up (chp_up: online and not going), else the
+ * representative of the first lent CPU of @orig, else any CPU up, neither
+ * lent nor parked.
  */
 static bool chp_pick_target(const struct cpumask *orig,
 			    const struct cpumask *excl, struct cpumask *target)
@@ -459,27 +479,33 @@ static bool chp_pick_target(const struct cpumask *orig,
 	s32 rep;
 
 	cpumask_andnot(target, orig, excl);
-	if (cpumask_intersects(target, cpu_online_mask))
+	if (cpumask_intersects(target, chp_up))
 		return true;
 	cpumask_clear(target);
 	for_each_cpu_and(cpu, orig, excl) {
 		rep = READ_ONCE(per_cpu_ptr(&chp_proxy_cpu, cpu)->proxied_by);
 		if (rep < 0)
 			continue;	/* parked, not lent */
-		if (cpu_online(rep) && !cpumask_test_cpu(rep, excl)) {
+		if (cpumask_test_cpu(rep, chp_up) && !cpumask_test_cpu(rep, excl)) {
 			cpumask_set_cpu(rep, target);
 			return true;
 		}
 		break;
 	}
-	cpu = cpumask_first_andnot(cpu_online_mask, excl);
+	cpu = cpumask_first_andnot(chp_up, excl);
 	if (cpu >= nr_cpu_ids)
 		return false;
 	cpumask_set_cpu(cpu, target);
 	return true;
 }
 
-static void chp_reconcile_irq(unsigned int irq, const struct cpumask *excl)
+/*
+ * @excl: the lent and parked CPUs; @gone_excl: those and a CPU going offline.
+ * Only the IRQs we moved are kept off a dying CPU: the others are the kernel's
+ * to migrate, as they would be without us.
+ */
+static void chp_reconcile_irq(unsigned int irq, const struct cpumask *excl,
+			      const struct cpumask *gone_excl)
 {
 	struct chp_saved_irq *s = xa_load(&chp_saved, irq);
 	const struct cpumask *orig;
@@ -503,23 +529,40 @@ static void chp_reconcile_irq(unsigned int irq, const struct cpumask *excl)
 		s = NULL;
 	}
 	orig = s && !managed ? chp_saved_orig(s) : chp_cur;
+	if (s && !managed)
+		excl = gone_excl;
 
 	if (!cpumask_intersects(orig, excl)) {
-		if (s && !managed) {
-			ret = irq_set_affinity(irq, orig);
-			if (ret)
-				chp_irq_error(ret);
-			else
-				chp_irq_stats.restores++;
+		if (!s || managed) {
+			chp_forget(irq, s);
+			return;
 		}
-		chp_forget(irq, s);
-		return;
+		if (cpumask_intersects(orig, chp_up)) {
+			ret = irq_set_affinity(irq, orig);
+			if (ret) {
+				/* Kept: the next reconciliation tries again. */
+				chp_irq_error(ret);
+				return;
+			}
+			atomic64_inc(&chp_restores);
+			chp_forget(irq, s);
+			return;
+		}
+		/*
+		 * No CPU of the original is up: setting it would fail, or the
+		 * kernel would break it at once. Kept where we put it while
+		 * that CPU stays up, and given back once one of the original's
+		 * is up again.
+		 */
+		if (cpumask_intersects(chp_cur, chp_up) &&
+		    !cpumask_intersects(chp_cur, excl))
+			return;
 	}
 
 	if (managed) {
 		/* The kernel owns these: count each once while it applies. */
 		if (!s && chp_remember(irq, chp_cur, true))
-			chp_irq_stats.managed++;
+			atomic64_inc(&chp_managed);
 		return;
 	}
 
@@ -544,65 +587,81 @@ static void chp_reconcile_irq(unsigned int irq, const struct cpumask *excl)
 		return;
 	}
 	cpumask_copy(chp_saved_set(s), chp_target);
-	chp_irq_stats.redirects++;
+	atomic64_inc(&chp_redirects);
 }
 
-void chp_proxy_reconcile_locked(void)
+/*
+ * Makes every movable IRQ's affinity agree with the lent and parked CPUs.
+ * @gone: a CPU going offline (the hotplug teardown callback), to be treated
+ * as offline already, or NULL.
+ */
+void chp_proxy_reconcile(const struct cpumask *gone)
 {
 	unsigned int irq, nr = irq_get_nr_irqs();
 	struct chp_saved_irq *s;
 	unsigned long idx;
 
-	lockdep_assert_held(&chp_mutex);
+	mutex_lock(&chp_irq_mutex);
 	chp_build_excluded(chp_excl);
+	cpumask_copy(chp_up, cpu_online_mask);
+	cpumask_copy(chp_gone_excl, chp_excl);
+	if (gone) {
+		cpumask_andnot(chp_up, chp_up, gone);
+		cpumask_or(chp_gone_excl, chp_gone_excl, gone);
+	}
 	for (irq = 0; irq < nr; irq++) {
-		chp_reconcile_irq(irq, chp_excl);
+		chp_reconcile_irq(irq, chp_excl, chp_gone_excl);
 		cond_resched();
 	}
 	/* IRQ numbers gone since (nr_irqs shrank): nothing to give back. */
 	xa_for_each_start(&chp_saved, idx, s, nr)
 		chp_forget(idx, s);
 	chp_report_applied();
+	mutex_unlock(&chp_irq_mutex);
 }
 
-/* RESET: every lent CPU comes back, every IRQ we moved is restored. */
-void chp_proxy_reset_locked(void)
+/*
+ * Release, RESET, CLAIM: every lent CPU comes back (the caller asks for the
+ * reconciliation that gives their IRQs back). Returns true if one was lent.
+ */
+bool chp_proxy_end_lends(void)
 {
 	unsigned long flags;
+	bool any = false;
 	int cpu;
 
-	lockdep_assert_held(&chp_mutex);
 	for_each_possible_cpu(cpu) {
 		struct chp_proxy_cpu *pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
 
 		raw_spin_lock_irqsave(&pc->lock, flags);
-		if (pc->proxied_by >= 0)
+		if (pc->proxied_by >= 0) {
 			chp_end_lend(cpu, pc);
+			any = true;
+		}
 		raw_spin_unlock_irqrestore(&pc->lock, flags);
 	}
-	chp_proxy_reconcile_locked();
+	return any;
+}
+
+/* IRQs away from their original affinity now. */
+u32 chp_proxy_nr_moved(void)
+{
+	return atomic_read(&chp_nr_moved);
 }
 
 void chp_proxy_stats(struct chameleon_proxy_stats *st)
 {
-	struct chp_saved_irq *s;
-	unsigned long idx;
-
-	lockdep_assert_held(&chp_mutex);
 	st->lends = atomic64_read(&chp_lends);
 	st->lends_refused = atomic64_read(&chp_lends_refused);
 	st->reclaims = atomic64_read(&chp_reclaims);
 	st->reclaims_refused = atomic64_read(&chp_reclaims_refused);
 	st->redirects_skipped = atomic64_read(&chp_skipped);
-	st->redirects_applied = chp_irq_stats.redirects;
-	st->restores = chp_irq_stats.restores;
-	st->irq_failures = chp_irq_stats.failures;
-	st->irq_last_error = chp_irq_stats.last_error;
-	st->managed_skipped = chp_irq_stats.managed;
-	st->irqs_moved = 0;
-	xa_for_each(&chp_saved, idx, s)
-		if (!s->managed)
-			st->irqs_moved++;
+	st->redirects_applied = atomic64_read(&chp_redirects);
+	st->restores = atomic64_read(&chp_restores);
+	st->irq_failures = atomic64_read(&chp_irq_failures);
+	st->irq_last_error = atomic_read(&chp_irq_last_error);
+	st->managed_skipped = atomic64_read(&chp_managed);
+	st->irqs_moved = atomic_read(&chp_nr_moved);
 }
 
 void chp_proxy_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs)
@@ -644,6 +703,8 @@ static void chp_proxy_free(void)
 	for_each_possible_cpu(cpu)
 		free_cpumask_var(per_cpu_ptr(&chp_proxy_cpu, cpu)->proxying_for);
 	free_cpumask_var(chp_excl);
+	free_cpumask_var(chp_gone_excl);
+	free_cpumask_var(chp_up);
 	free_cpumask_var(chp_cur);
 	free_cpumask_var(chp_target);
 }
@@ -661,6 +722,8 @@ int chp_proxy_init(void)
 			goto nomem;
 	}
 	if (!zalloc_cpumask_var(&chp_excl, GFP_KERNEL) ||
+	    !zalloc_cpumask_var(&chp_up, GFP_KERNEL) ||
+	    !zalloc_cpumask_var(&chp_gone_excl, GFP_KERNEL) ||
 	    !zalloc_cpumask_var(&chp_cur, GFP_KERNEL) ||
 	    !zalloc_cpumask_var(&chp_target, GFP_KERNEL))
 		goto nomem;
@@ -677,8 +740,7 @@ nomem:
  */
 void chp_proxy_quiesce(void)
 {
-	irq_work_sync(&chp_proxy_irq_work);
-	cancel_work_sync(&chp_proxy_work);
+	chp_proxy_flush();
 }
 
 /* Module exit, after the final reset restored every IRQ it could. */

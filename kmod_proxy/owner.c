@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Ownership: the module's state belongs to the open file that made it.
+ *
+ * Parked CPUs, lent CPUs (and the IRQs moved off them) and the emulation are
+ * requests of a live scheduler. If its agent dies (kill -9, a crash, the OOM
+ * killer), nobody is left to undo them: a pending park would still take its
+ * CPUs offline, injection would keep every CPU at half speed. So one open file
+ * owns the state, and its release undoes it all, whatever way its process
+ * ended.
+ *
+ * The owner is the file that sent CLAIM, or the first PARK, UNPARK, EMULATE or
+ * RESET while there was none (so a one-shot tool needs no CLAIM). A mutating
+ * ioctl from another file fails with -EACCES once its argument is checked.
+ * The owner's process (its thread group) is also the only one whose BPF
+ * programs may call the kfuncs (kfuncs.c), and no CPU may be lent while there
+ * is no owner: a scheduler outliving its agent for the few hundred
+ * milliseconds the kernel takes to unload it cannot lend anything new.
+ *
+ * Release: the critical part is synchronous and short, under chp_lock: the
+ * owner goes, parks not done yet are cancelled, every lend ends, the emulation
+ * is switched off. The rest (CPUs we took offline back online, injection
+ * stopped, IRQ affinities restored) is queued: park.c's unpark work on
+ * chp_wq, the emulation's sync and the IRQ reconciliation on chp_fast_wq;
+ * chp_cleanup_work, queued after them on the ordered chp_wq, waits for the
+ * fast ones and times the whole. A remove_cpu() in flight at release cannot
+ * be aborted: its CPU goes offline and the unpark work, ordered after it,
+ * brings it back. CLAIM and RESET wait for all of it (no lock held).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/ktime.h>
+#include <linux/mutex.h>
+#include <linux/pid.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/workqueue.h>
+
+#include "internal.h"
+
+/* The owner, the park states, the emulation switch: see main.c. */
+DEFINE_MUTEX(chp_lock);
+
+static struct file *chp_owner;		/* under chp_lock */
+static struct pid *chp_owner_tgid;	/* under chp_lock; READ_ONCE() outside */
+static u32 chp_releases;		/* under chp_lock */
+static u64 chp_release_ns;		/* ktime of the last release */
+static u64 chp_cleanup_ns;		/* its release to the end of cleanup */
+
+/* What the last release found to undo, for the next CLAIM to report. */
+static struct chameleon_proxy_claim chp_left;	/* under chp_lock */
+
+static void chp_cleanup_fn(struct work_struct *work);
+static DECLARE_WORK(chp_cleanup_work, chp_cleanup_fn);
+
+/* Lock-free: a BPF program is being verified in its loader's context. */
+bool chp_owner_is_current(void)
+{
+	struct pid *tgid = READ_ONCE(chp_owner_tgid);
+
+	/* Compared, never dereferenced: chp_owner_tgid holds a reference. */
+	return tgid && tgid == task_tgid(current);
+}
+
+/* The kfuncs, lock-free: lends need a live owner. */
+bool chp_owned(void)
+{
+	return READ_ONCE(chp_owner_tgid);
+}
+
+/*
+ * May @file change the state? It may if it owns the module, or if nobody does:
+ * it becomes the owner. The caller has checked its argument already, so a bad
+ * request gets its own error whoever sends it.
+ */
+int chp_own_locked(struct file *file)
+{
+	lockdep_assert_held(&chp_lock);
+	if (chp_owner == file)
+		return 0;
+	if (chp_owner)
+		return -EACCES;
+	chp_owner = file;
+	WRITE_ONCE(chp_owner_tgid, get_pid(task_tgid(current)));
+	return 0;
+}
+
+/*
+ * Everything the owner set up is undone: the synchronous part here, the rest
+ * queued. Returns what there was, as CHAMELEON_PROXY_FOUND_* bits.
+ */
+static u64 chp_undo_locked(struct chameleon_proxy_claim *found)
+{
+	u64 bits = 0;
+	u32 n;
+
+	lockdep_assert_held(&chp_lock);
+	n = chp_park_undo_locked(&bits);
+	found->nr_offlined += n;
+	if (chp_proxy_end_lends())
+		bits |= CHAMELEON_PROXY_FOUND_LENT;
+	n = chp_proxy_nr_moved();
+	if (n)
+		bits |= CHAMELEON_PROXY_FOUND_IRQS;
+	found->nr_irqs += n;
+	if (chp_emulate_off())
+		bits |= CHAMELEON_PROXY_FOUND_EMULATING;
+	chp_proxy_request_reconcile();
+	found->found |= bits;
+	return bits;
+}
+
+/* Waits for every queued part of an undo (no lock held). */
+static void chp_flush(void)
+{
+	flush_workqueue(chp_wq);
+	chp_proxy_flush();
+	chp_emulate_flush();
+}
+
+static void chp_cleanup_fn(struct work_struct *work)
+{
+	/* Ordered after the unpark work on chp_wq; the fast ones, waited for. */
+	chp_proxy_flush();
+	chp_emulate_flush();
+	WRITE_ONCE(chp_cleanup_ns, ktime_get_ns() - READ_ONCE(chp_release_ns));
+}
+
+/* The device's release: see the top of this file. */
+void chp_release(struct file *file)
+{
+	struct pid *tgid;
+
+	mutex_lock(&chp_lock);
+	if (chp_owner != file) {
+		mutex_unlock(&chp_lock);
+		return;
+	}
+	WRITE_ONCE(chp_release_ns, ktime_get_ns());
+	tgid = chp_owner_tgid;
+	chp_owner = NULL;
+	WRITE_ONCE(chp_owner_tgid, NULL);
+	chp_releases++;
+	chp_undo_locked(&chp_left);
+	queue_work(chp_wq, &chp_cleanup_work);
+	mutex_unlock(&chp_lock);
+	put_pid(tgid);
+}
+
+long chp_claim(struct file *file, struct chameleon_proxy_claim *arg)
+{
+	struct chameleon_proxy_claim found = {};
+	int ret;
+
+	if (arg->flags || memchr_inv(arg->reserved, 0, sizeof(arg->reserved)))
+		return -EINVAL;
+	mutex_lock(&chp_lock);
+	if (chp_owner == file) {
+		mutex_unlock(&chp_lock);
+		memset(arg, 0, sizeof(*arg));
+		return 0;
+	}
+	if (chp_owner) {
+		mutex_unlock(&chp_lock);
+		return -EBUSY;
+	}
+	mutex_unlock(&chp_lock);
+
+	/* The previous owner's cleanup first. */
+	chp_flush();
+
+	mutex_lock(&chp_lock);
+	ret = chp_own_locked(file);
+	if (!ret) {
+		/* Left with no owner: a cleanup step that failed. */
+		found = chp_left;
+		memset(&chp_left, 0, sizeof(chp_left));
+		if (chp_undo_locked(&found))
+			pr_warn("CLAIM by pid %d: state of no owner undone\n",
+				task_tgid_vnr(current));
+	}
+	mutex_unlock(&chp_lock);
+	if (ret)
+		return ret;
+	chp_flush();
+	memset(arg, 0, sizeof(*arg));
+	arg->found = found.found;
+	arg->nr_offlined = found.nr_offlined;
+	arg->nr_irqs = found.nr_irqs;
+	return 0;
+}
+
+/* RESET: the owner's state undone, and waited for; it stays the owner. */
+long chp_reset(struct file *file)
+{
+	struct chameleon_proxy_claim found = {};
+	int ret;
+
+	mutex_lock(&chp_lock);
+	ret = chp_own_locked(file);
+	if (!ret)
+		chp_undo_locked(&found);
+	mutex_unlock(&chp_lock);
+	if (ret)
+		return ret;
+	chp_flush();
+	return chp_park_error();
+}
+
+void chp_owner_stats(struct chameleon_proxy_stats *st)
+{
+	mutex_lock(&chp_lock);
+	st->owner_pid = chp_owner_tgid ? pid_vnr(chp_owner_tgid) : 0;
+	st->releases = chp_releases;
+	mutex_unlock(&chp_lock);
+	st->cleanup_ns = READ_ONCE(chp_cleanup_ns);
+}
+
+/* Module exit: no file is open, so there is no owner; wait for its cleanup. */
+void chp_owner_exit(void)
+{
+	cancel_work_sync(&chp_cleanup_work);
+}
