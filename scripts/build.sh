@@ -61,7 +61,13 @@ log "test tools"
 for src in "$repo"/tests/vm/tools/*.c; do
 	[ -e "$src" ] || continue
 	bin=$tools/$(basename "$src" .c)
+	# kfunc_probe loads BPF programs through libbpf (mkinitramfs copies
+	# libbpf.so with it); the others need only libc.
+	case $(basename "$src") in
+	kfunc_probe.c) libs=(-lbpf) ;;
+	*) libs=() ;;
+	esac
 	"$here/in-root" --bind "$repo" -- \
-		gcc-14 -O2 -Wall -Werror -I"$repo/kmod_proxy" -I"$repo/include" -o "$bin" "$src"
+		gcc-14 -O2 -Wall -Werror -I"$repo/kmod_proxy" -I"$repo/include" -o "$bin" "$src" "${libs[@]}"
 done
 log "done: agent $((t1 - t0)) s, module $((t2 - t1)) s"

@@ -1,0 +1,118 @@
+#!/bin/sh
+# Only the agent may call chameleon_proxy's kfuncs: the module's kfunc filter
+# lets the verifier take a program calling one only from the process that
+# owns the module (CLAIM), and only as a syscall or sched_ext struct_ops
+# program (chameleon_proxy.h). Any other program that could call them could
+# lend CPUs and move IRQs behind the agent's back. kfunc_probe loads the
+# smallest program that calls chameleon_proxy_abi() and says what the
+# verifier did:
+# - a socket filter, a type the module never registered its kfuncs for:
+#   refused with EACCES by the verifier alone (the message the filter's
+#   refusals share: the probe's refusal path works);
+# - no owner: syscall, sched_ext and tcp_cong (struct_ops, not a scheduler)
+#   all refused with EACCES;
+# - the probe owns the module (--claim): syscall and sched_ext load (the
+#   positive control: the programs are valid, so a refusal elsewhere is the
+#   filter's), tcp_cong is still refused;
+# - another process owns it (a probe holding its claim): syscall, sched_ext
+#   and tcp_cong refused, also with the device open but not claimed;
+# - the owner gone: refused again;
+# - the agent owns it: its own scheduler binds the kfuncs ("processor
+#   proxies on"), a foreign syscall or sched_ext program is refused.
+# Every case runs and is printed; the test fails at the end, naming each case
+# that went otherwise (a probe's tool error, e.g. a failed CLAIM, is one).
+. /opt/chameleon/guest/lib.sh
+
+ko=/opt/chameleon/chameleon_proxy.ko
+insmod "$ko" || fail "insmod failed"
+[ -e /sys/kernel/btf/chameleon_proxy ] || fail "no /sys/kernel/btf/chameleon_proxy: the module has no BTF, its kfuncs cannot register"
+echo "   module: $(proxy_ctl info 2>&1)"
+
+wrong= nwrong=0 ncases=0
+# probe WANT CASE ARGS...: kfunc_probe ARGS must print WANT ("loaded", or
+# "refused EACCES" followed by the errno and the verifier's last line).
+probe() {
+	_want=$1 _case=$2
+	shift 2
+	ncases=$((ncases + 1))
+	_out=$(kfunc_probe "$@" 2>&1)
+	_rc=$?
+	if [ "$_rc" = 0 ]; then
+		case $_out in
+		"$_want"|"$_want "*) ok "$_case: $_out"; return 0 ;;
+		esac
+	else
+		_out="tool error (exit $_rc): $_out"
+	fi
+	echo "   WRONG $_case: want '$_want', got: $_out"
+	wrong="$wrong; $_case"
+	nwrong=$((nwrong + 1))
+	return 1
+}
+
+probe "refused EACCES" "socket filter" socket
+# No owner: nobody may call the kfuncs.
+for p in syscall sched_ext tcp_cong; do
+	probe "refused EACCES" "no owner, $p" $p
+done
+
+# The probe owns the module itself.
+probe loaded "own claim, syscall" --claim syscall
+probe loaded "own claim, sched_ext" --claim sched_ext
+probe "refused EACCES" "own claim, tcp_cong" --claim tcp_cong
+
+# Another process owns it: a probe holding its claim (a claim ends with its
+# file, that is with the holder).
+kfunc_probe --claim --hold 600 >/tmp/holder 2>&1 &
+holder=$!
+t0=$(now_ms)
+until grep -q '^claimed$' /tmp/holder; do
+	if ! kill -0 $holder 2>/dev/null; then
+		wait $holder
+		holder=
+		break
+	fi
+	# CLAIM waits for a previous owner's cleanup: a liveness bound.
+	[ $(( $(now_ms) - t0 )) -lt 30000 ] || fail "the holder's CLAIM still not done after 30 s"
+	usleep 20000
+done
+ncases=$((ncases + 1))
+if [ -n "$holder" ]; then
+	ok "pid $holder owns the module"
+	for p in syscall sched_ext tcp_cong; do
+		probe "refused EACCES" "pid $holder owns it, $p" $p
+	done
+	probe "refused EACCES" "pid $holder owns it, device open, syscall" --open syscall
+	kill $holder
+	wait $holder 2>/dev/null
+	# The owner's release may end after its process does: give it 5 s
+	# (a liveness bound), then the case decides.
+	t0=$(now_ms)
+	until kfunc_probe syscall 2>/dev/null | grep -q '^refused EACCES'; do
+		[ $(( $(now_ms) - t0 )) -lt 5000 ] || break
+		usleep 100000
+	done
+	probe "refused EACCES" "owner gone, syscall" syscall
+else
+	echo "   WRONG the holder could not claim the module: $(cat /tmp/holder)"
+	wrong="$wrong; holder's claim"
+	nwrong=$((nwrong + 1))
+fi
+
+# The agent owns it (its RESET or CLAIM before the scheduler's load): the
+# policy binds the kfuncs, nobody else may.
+start_agent
+ncases=$((ncases + 1))
+if grep -q "processor proxies on (kfuncs bound)" "$AGENT_LOG"; then
+	ok "the agent's scheduler: $(grep -m 1 'chameleon_proxy:' "$AGENT_LOG")"
+else
+	echo "   WRONG the agent's scheduler did not bind the kfuncs: $(grep 'chameleon_proxy' "$AGENT_LOG")"
+	wrong="$wrong; agent's kfuncs"
+	nwrong=$((nwrong + 1))
+fi
+probe "refused EACCES" "agent owns it, syscall" syscall
+probe "refused EACCES" "agent owns it, sched_ext" sched_ext
+stop_agent
+
+[ "$nwrong" = 0 ] || fail "$nwrong of $ncases cases wrong:${wrong#;}"
+pass
