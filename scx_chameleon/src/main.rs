@@ -43,6 +43,11 @@ struct Cli {
     #[arg(long, hide = true, value_name = "MS")]
     test_error_after_ms: Option<u64>,
 
+    /// Test only: panic in the agent's main loop this many milliseconds
+    /// after it started, to check what a panic leaves of the module's state.
+    #[arg(long, hide = true, value_name = "MS")]
+    test_panic_after_ms: Option<u64>,
+
     /// Nodes as CPU lists separated by ';' (e.g. "0-11;12-23"). Default: one per LLC.
     #[arg(long)]
     node_cpus: Option<String>,
@@ -601,6 +606,7 @@ fn run() -> Result<()> {
         run_id: cli.run_id,
         libbpf: cli.libbpf,
         test_error_after: cli.test_error_after_ms.map(Duration::from_millis),
+        test_panic_after: cli.test_panic_after_ms.map(Duration::from_millis),
     };
     opts.validate()?;
     // One agent at a time, held across restarts; taken before anything is
