@@ -17,8 +17,9 @@
 
 use anyhow::{bail, Context, Result};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use tracing::{info, warn};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tracing::{debug, info, warn};
 
 #[allow(non_camel_case_types, non_upper_case_globals, dead_code)]
 mod uapi {
@@ -50,10 +51,17 @@ const IOC_STATS: u64 = ioc(IOC_READ | IOC_WRITE, 4, std::mem::size_of::<uapi::ch
 const IOC_RESET: u64 = ioc(0, 5, 0);
 const IOC_CLAIM: u64 = ioc(IOC_READ | IOC_WRITE, 6, std::mem::size_of::<uapi::chameleon_proxy_claim>());
 
+/// The module's reference count: one per open file of the device and per
+/// loaded BPF program calling its kfuncs (see `wait_module_unused`).
+const REFCNT: &str = "/sys/module/chameleon_proxy/refcnt";
+
 /// The owner's device fd, for the panic hook (-1: none), and the thread that
 /// claimed it (see `reset_on_panic`).
 static OWNED_FD: AtomicI32 = AtomicI32::new(-1);
 static OWNER_TID: AtomicI32 = AtomicI32::new(0);
+/// The lowest module reference count seen before one of our opens of the
+/// device (u64::MAX: never opened with the module loaded).
+static REFS_BEFORE: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// Emulated speed-up of fused objects (`--emulate`): the module's categories.
 /// Duty cycles (a plain CPU, a level-1 representative, level 2): low 50 %,
@@ -134,6 +142,10 @@ impl Proxy {
     /// The module's device, if it is loaded; an error if it is there but
     /// speaks another ABI.
     pub fn open() -> Result<Option<Proxy>> {
+        // Before our open and our policy add theirs (wait_module_unused).
+        if let Some(n) = module_refcnt() {
+            REFS_BEFORE.fetch_min(n, Ordering::SeqCst);
+        }
         let dev = match std::fs::OpenOptions::new().read(true).write(true).open(DEVICE) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -319,6 +331,50 @@ fn reset_on_panic() {
     }
 }
 
+fn module_refcnt() -> Option<u64> {
+    std::fs::read_to_string(REFCNT).ok()?.trim().parse().ok()
+}
+
+/// Longest wait for the module's references to go (wait_module_unused).
+const UNUSED_WAIT: Duration = Duration::from_secs(5);
+const UNUSED_POLL: Duration = Duration::from_millis(10);
+
+/// Before the agent exits: until the module's reference count is back to
+/// what it was before we opened the device and loaded the policy. The kernel
+/// puts a BPF program's module reference only after an RCU grace period, so
+/// `rmmod chameleon_proxy` right after the agent exited failed (EAGAIN) for
+/// about 0.6 s. No wait if the module was never there (or is gone).
+pub fn wait_module_unused() {
+    let before = REFS_BEFORE.load(Ordering::SeqCst);
+    if before == u64::MAX {
+        return;
+    }
+    match wait_refs(module_refcnt, before, UNUSED_WAIT, UNUSED_POLL) {
+        Ok(waited) => debug!("chameleon_proxy: our references gone after {} ms", waited.as_millis()),
+        Err(now) => warn!(
+            "chameleon_proxy: still {now} references after {} s ({before} before the agent): rmmod may fail until they go",
+            UNUSED_WAIT.as_secs()
+        ),
+    }
+}
+
+/// Poll `refcnt` until it is at most `before` (or unreadable: the module is
+/// gone): how long that took, or the count still there at `timeout`.
+fn wait_refs(mut refcnt: impl FnMut() -> Option<u64>, before: u64, timeout: Duration, poll: Duration) -> std::result::Result<Duration, u64> {
+    let t0 = Instant::now();
+    loop {
+        match refcnt() {
+            Some(n) if n > before => {
+                if t0.elapsed() >= timeout {
+                    return Err(n);
+                }
+                std::thread::sleep(poll);
+            }
+            _ => return Ok(t0.elapsed()),
+        }
+    }
+}
+
 impl Proxy {
     /// The module's counters as `status` shows them.
     pub fn status(&self, kfuncs: bool) -> Result<crate::status::ModuleStatus> {
@@ -387,5 +443,17 @@ mod tests {
         assert_eq!(c.repaired().unwrap(), "parked CPUs unparked, lent CPUs reclaimed, other state 0x10000000000");
         let c = Claimed { found: u64::from(uapi::CHAMELEON_PROXY_FOUND_IRQS), nr_offlined: 0, nr_irqs: 1 };
         assert_eq!(c.repaired().unwrap(), "1 IRQ restored");
+    }
+
+    #[test]
+    fn the_wait_ends_when_our_references_are_gone() {
+        let poll = Duration::from_millis(1);
+        // 3 (the device and two programs), then back to 1 held by someone else.
+        let mut counts = [3, 3, 2, 1].into_iter();
+        assert!(wait_refs(|| counts.next(), 1, Duration::from_secs(5), poll).is_ok());
+        // The module removed meanwhile: nothing left to wait for.
+        assert!(wait_refs(|| None, 0, Duration::from_secs(5), poll).is_ok());
+        // Another user's reference that stays: given up after the timeout.
+        assert_eq!(wait_refs(|| Some(2), 0, Duration::from_millis(20), poll), Err(2));
     }
 }
