@@ -727,7 +727,20 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(chameleon_init)
 
 void BPF_STRUCT_OPS(chameleon_exit, struct scx_exit_info *ei)
 {
+	u32 cpu;
+
 	UEI_RECORD(uei, ei);
+	/*
+	 * No lend outlives the policy. A lent CPU's IRQs would otherwise stay
+	 * on its representative until the agent sees the exit and resets the
+	 * module, or the module cleans up after the agent's file: later, when
+	 * the kernel ejects the policy on its own (an error, the watchdog,
+	 * SysRq-S), or never if the agent is stuck. Every CPU, not only those
+	 * our role words call lent: after an error exit they may be wrong. The
+	 * module answers -ENOENT for a CPU that is not lent.
+	 */
+	bpf_for(cpu, 0, nr_cpus)
+		proxy_reclaim(cpu);
 	/* The agent sleeps on the ring buffer: it sees the exit now. */
 	events_wake_agent();
 }

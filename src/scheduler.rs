@@ -78,6 +78,9 @@ pub struct Opts {
     pub libbpf: scx_utils::libbpf_clap_opts::LibbpfOpts,
     /// Test only: the policy errors out this long after init.
     pub test_error_after: Option<Duration>,
+    /// Test only: the agent panics in its main loop this long after it
+    /// started (what a panic leaves of the module's state).
+    pub test_panic_after: Option<Duration>,
 }
 
 impl Default for Opts {
@@ -105,6 +108,7 @@ impl Default for Opts {
             run_id: None,
             libbpf: Default::default(),
             test_error_after: None,
+            test_panic_after: None,
         }
     }
 }
@@ -168,7 +172,9 @@ pub struct Scheduler<'a> {
     /// --tag and the rules file (in force for this run, with the stored tags).
     inputs: TagInputs,
     control: Server,
-    /// The companion module, if loaded (/dev/chameleon_proxy).
+    /// The companion module, if loaded (/dev/chameleon_proxy). Dropped after
+    /// `skel` (fields drop in order, after Drop::drop has detached): its RESET
+    /// comes once the policy can lend no more.
     proxy: Option<crate::proxy::Proxy>,
     /// Latest counters, served on the scx_stats socket.
     metrics: std::sync::Arc<std::sync::Mutex<crate::metrics::Metrics>>,
@@ -374,10 +380,19 @@ impl<'a> Scheduler<'a> {
         let mut inputs = TagInputs::new(extra, opts.rules.clone(), rules, largest);
         let mut manager = NodeManager::new(nodes, online_cpus()?, opts.max_level);
         manager.set_boost_threshold(opts.boost_threshold);
-        // The module as no agent left it: nothing parked, emulation off.
+        // The module's state is ours from here, and goes with the Proxy
+        // (its drop resets) or with our file (the module's release): any
+        // return below leaves nothing parked, lent or emulated. Claimed
+        // before the policy loads: the module lets only its owner's process
+        // load programs that call its kfuncs. The claim undoes what a
+        // previous owner could not (or what was made with no owner).
         let proxy = crate::proxy::Proxy::open()?;
         match (&proxy, opts.emulate) {
-            (Some(p), _) => p.reset()?,
+            (Some(p), _) => {
+                if let Some(what) = p.claim()?.repaired() {
+                    warn!("chameleon_proxy: repaired what no agent owned: {what}");
+                }
+            }
             (None, Some(_)) => bail!("--emulate needs the chameleon_proxy module ({} is missing: insmod chameleon_proxy.ko)", crate::proxy::DEVICE),
             (None, None) => {}
         }
@@ -393,6 +408,10 @@ impl<'a> Scheduler<'a> {
             Some(scx_ops_attach!(skel, chameleon_ops)?)
         };
         report_verifier(&skel);
+        // Before the emulation starts, like every step that can fail: a
+        // failure drops the locals declared after `proxy` (the attach, the
+        // policy) before it, so the policy is detached when it resets.
+        let stats_server = crate::metrics::serve(metrics.clone())?;
         if let Some(p) = &proxy {
             let kfuncs = skel.maps.bss_data.as_ref().is_some_and(|b| b.proxy_on);
             info!(
@@ -419,8 +438,8 @@ impl<'a> Scheduler<'a> {
             inputs,
             control,
             proxy,
-            metrics: metrics.clone(),
-            _stats_server: crate::metrics::serve(metrics)?,
+            metrics,
+            _stats_server: stats_server,
         })
     }
 
@@ -517,6 +536,7 @@ impl<'a> Scheduler<'a> {
         let mut invariants_seen = 0u64;
         let mut last_tick = Instant::now();
         let mut last_rules = Instant::now();
+        let panic_at = self.opts.test_panic_after.map(|d| Instant::now() + d);
         while !shutdown.requested() && !uei_exited!(&self.skel, uei) {
             // Sleep until an event, a client or the next sample is due: an
             // idle agent (no tagged task) wakes once a second, not 50 times
@@ -532,6 +552,13 @@ impl<'a> Scheduler<'a> {
             // Rules apply to cgroups as they appear and as processes move in.
             if inputs.has_rules() {
                 timeout = timeout.min(RULES_EVERY.saturating_sub(last_rules.elapsed()));
+            }
+            if let Some(at) = panic_at {
+                let now = Instant::now();
+                if now >= at {
+                    panic!("--test-panic-after-ms: panicking in the main loop, as asked");
+                }
+                timeout = timeout.min(at - now);
             }
             let ready = wait_readable(&[rb.epoll_fd(), control.listen_fd().as_raw_fd(), shutdown.fd(), hup.fd()], timeout)
                 .context("waiting for events and clients")?;
@@ -619,14 +646,10 @@ impl<'a> Scheduler<'a> {
         );
 
         // Detach before reading the exit info so that a SIGTERM exit reads as
-        // "unregistered from user space" rather than "still running".
+        // "unregistered from user space" rather than "still running". Parked
+        // CPUs come back and emulation stops when the Proxy is dropped, on
+        // every way out (an error above included).
         self.struct_ops.take();
-        // Parked CPUs back, emulation off: nothing of ours outlives us.
-        if let Some(p) = &self.proxy {
-            if let Err(e) = p.reset() {
-                warn!("chameleon_proxy RESET at exit: {e:#}");
-            }
-        }
         uei_report!(&self.skel, uei)
     }
 }

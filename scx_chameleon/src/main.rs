@@ -43,6 +43,11 @@ struct Cli {
     #[arg(long, hide = true, value_name = "MS")]
     test_error_after_ms: Option<u64>,
 
+    /// Test only: panic in the agent's main loop this many milliseconds
+    /// after it started, to check what a panic leaves of the module's state.
+    #[arg(long, hide = true, value_name = "MS")]
+    test_panic_after_ms: Option<u64>,
+
     /// Nodes as CPU lists separated by ';' (e.g. "0-11;12-23"). Default: one per LLC.
     #[arg(long)]
     node_cpus: Option<String>,
@@ -601,6 +606,7 @@ fn run() -> Result<()> {
         run_id: cli.run_id,
         libbpf: cli.libbpf,
         test_error_after: cli.test_error_after_ms.map(Duration::from_millis),
+        test_panic_after: cli.test_panic_after_ms.map(Duration::from_millis),
     };
     opts.validate()?;
     // One agent at a time, held across restarts; taken before anything is
@@ -613,17 +619,32 @@ fn run() -> Result<()> {
     chameleon::signals::install(shutdown.clone(), hup.clone())?;
 
     let mut open_object = MaybeUninit::uninit();
+    let result = schedule(&opts, &shutdown, &hup, &mut open_object);
+    // Everything is dropped by now (the policy detached, the module's device
+    // closed); the kernel's own references go shortly after, and a script's
+    // `rmmod chameleon_proxy` once we are gone must not find them.
+    chameleon::proxy::wait_module_unused();
+    result
+}
+
+/// Load, attach and serve until a stop, again whenever the kernel asks for
+/// a restart.
+fn schedule(
+    opts: &Opts,
+    shutdown: &chameleon::Shutdown,
+    hup: &chameleon::Doorbell,
+    open_object: &mut MaybeUninit<libbpf_rs::OpenObject>,
+) -> Result<()> {
     let mut kept = None;
     loop {
-        let mut sched = Scheduler::init_with(&opts, kept.take(), &mut open_object)?;
-        let uei = sched.run(&shutdown, &hup)?;
+        let mut sched = Scheduler::init_with(opts, kept.take(), open_object)?;
+        let uei = sched.run(shutdown, hup)?;
         kept = sched.take_rules();
         drop(sched);
         if !uei.should_restart() {
             info!("scx_chameleon exited");
-            break;
+            return Ok(());
         }
         info!("kernel asked for a restart; reloading");
     }
-    Ok(())
 }
