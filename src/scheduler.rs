@@ -416,7 +416,7 @@ impl<'a> Scheduler<'a> {
             let kfuncs = skel.maps.bss_data.as_ref().is_some_and(|b| b.proxy_on);
             info!(
                 "chameleon_proxy: {}",
-                if kfuncs { "processor proxies on (kfuncs bound)" } else { "loaded after the scheduler's load: park and emulation only, no proxies" }
+                if kfuncs { "processor proxies on (kfuncs bound)" } else { "kfuncs not bound (no module BTF, or the policy speaks another ABI): park and emulation only, no proxies" }
             );
             if let Some(how) = opts.emulate {
                 p.emulate(Some(how))?;
