@@ -80,6 +80,13 @@ void chp_emulate_cpu_online(unsigned int cpu);
 void chp_emulate_stats(struct chameleon_proxy_stats *st);
 void chp_emulate_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs);
 
+/*
+ * Exported (kernel/rcu/update.c, EXPORT_SYMBOL_GPL) but declared only in
+ * kernel/rcu/rcu.h, which a module cannot include; used by park.c.
+ */
+void rcu_expedite_gp(void);
+void rcu_unexpedite_gp(void);
+
 /* kfuncs.c */
 int chp_kfuncs_register(void);
 
