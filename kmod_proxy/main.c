@@ -342,7 +342,7 @@ static int chp_cpu_online(unsigned int cpu)
 	chp_park_cpu_online(cpu);
 	chp_emulate_cpu_online(cpu);
 	/* IRQs held off this CPU while it was away may come back. */
-	chp_proxy_reconcile(NULL);
+	chp_proxy_reconcile_hotplug(cpu, true);
 	return 0;
 }
 
@@ -354,7 +354,7 @@ static int chp_cpu_offline(unsigned int cpu)
 	 * and the original is lost; one whose original is this CPU alone waits
 	 * for it to come back.
 	 */
-	chp_proxy_reconcile(cpumask_of(cpu));
+	chp_proxy_reconcile_hotplug(cpu, false);
 	return 0;
 }
 
@@ -461,7 +461,7 @@ static void __exit chameleon_proxy_exit(void)
 	chp_proxy_quiesce();
 	/* What the cleanups could not undo, once more, synchronously. */
 	chp_park_exit_online();
-	chp_proxy_reconcile(NULL);
+	chp_proxy_reconcile();
 
 	chp_emulate_exit();
 	chp_park_exit();

@@ -35,10 +35,11 @@
  *
  * CPU hotplug: the kernel breaks the affinity of an IRQ whose mask has no
  * online CPU left when a CPU goes, to all CPUs, for good; that would be taken
- * for someone else's choice and the original lost. So the teardown callback
- * reconciles with the dying CPU counted as gone first: an IRQ we moved onto it
- * goes elsewhere, and one whose original has no CPU left stays where we put it
- * until the online callback finds a CPU of its original back.
+ * for someone else's choice and the original lost. So for the IRQs we moved
+ * only active CPUs count as up, and the teardown callback reconciles before
+ * the kernel migrates the dying CPU's IRQs: an IRQ we moved onto it goes
+ * elsewhere, and one whose original has no CPU up stays where we put it until
+ * the online callback finds a CPU of its original back.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -176,7 +177,7 @@ static void chp_counts_since(int cpu, const struct chp_counts *snap,
 
 static void chp_proxy_work_fn(struct work_struct *work)
 {
-	chp_proxy_reconcile(NULL);
+	chp_proxy_reconcile();
 }
 
 static DECLARE_WORK(chp_proxy_work, chp_proxy_work_fn);
@@ -592,10 +593,13 @@ static void chp_reconcile_irq(unsigned int irq, const struct cpumask *excl,
 
 /*
  * Makes every movable IRQ's affinity agree with the lent and parked CPUs.
- * @gone: a CPU going offline (the hotplug teardown callback), to be treated
- * as offline already, or NULL.
+ * @coming: a CPU coming online (the hotplug online callback runs before it is
+ * active), or -1. The CPUs "up" are the active ones: a CPU going offline
+ * leaves the active mask first (sched_cpu_deactivate()), before the kernel
+ * migrates its IRQs, so from then on no IRQ we moved is restored onto it or
+ * left there.
  */
-void chp_proxy_reconcile(const struct cpumask *gone)
+static void chp_reconcile_all(int coming)
 {
 	unsigned int irq, nr = irq_get_nr_irqs();
 	struct chp_saved_irq *s;
@@ -603,12 +607,12 @@ void chp_proxy_reconcile(const struct cpumask *gone)
 
 	mutex_lock(&chp_irq_mutex);
 	chp_build_excluded(chp_excl);
-	cpumask_copy(chp_up, cpu_online_mask);
-	cpumask_copy(chp_gone_excl, chp_excl);
-	if (gone) {
-		cpumask_andnot(chp_up, chp_up, gone);
-		cpumask_or(chp_gone_excl, chp_gone_excl, gone);
-	}
+	cpumask_and(chp_up, cpu_active_mask, cpu_online_mask);
+	if (coming >= 0)
+		cpumask_set_cpu(coming, chp_up);
+	/* Online but not up: going, for the IRQs we moved. */
+	cpumask_andnot(chp_gone_excl, cpu_online_mask, chp_up);
+	cpumask_or(chp_gone_excl, chp_gone_excl, chp_excl);
 	for (irq = 0; irq < nr; irq++) {
 		chp_reconcile_irq(irq, chp_excl, chp_gone_excl);
 		cond_resched();
@@ -618,6 +622,17 @@ void chp_proxy_reconcile(const struct cpumask *gone)
 		chp_forget(idx, s);
 	chp_report_applied();
 	mutex_unlock(&chp_irq_mutex);
+}
+
+void chp_proxy_reconcile(void)
+{
+	chp_reconcile_all(-1);
+}
+
+/* The CPU hotplug callbacks (main.c): @cpu comes online, or goes. */
+void chp_proxy_reconcile_hotplug(unsigned int cpu, bool coming)
+{
+	chp_reconcile_all(coming ? cpu : -1);
 }
 
 /*
