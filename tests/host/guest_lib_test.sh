@@ -55,3 +55,38 @@ case_ accounts_for_a_whole_window pass 'accounts_for cpu1 470 530 >/dev/null'
 # idle 71 %, the pinned spinner 53 % by schedstat.
 case_ accounts_for_refuses_124_percent fail 'accounts_for cpu1 710 530'
 case_ accounts_for_refuses_a_missing_half fail 'accounts_for cpu1 200 500'
+# The proxy_ctl session helpers, against a stand-in `proxy_ctl session` that
+# answers "ok ARGS" to `ok ARGS` and "err EINVAL" to anything else.
+pcfake=$(mktemp -d)
+cat >"$pcfake/proxy_ctl" <<'FAKE'
+#!/bin/sh
+[ "$1" = session ] || exit 2
+while read -r c a; do
+	case $c in ok) echo "ok${a:+ $a}" ;; *) echo "err EINVAL" ;; esac
+done
+FAKE
+chmod +x "$pcfake/proxy_ctl"
+PATH=$pcfake:$PATH
+case_ pc_round_trips pass '
+	pc_open
+	r=$(pc ok 1 2) && [ "$r" = "ok 1 2" ] || exit 3
+	r=$(pc ok) && [ "$r" = ok ] || exit 4
+	r=$(pc bad 1) && exit 5
+	[ "$r" = "err EINVAL" ] || exit 6
+	pid=$PC_PID
+	pc_close || exit 7
+	[ -z "$PC_PID" ] && ! kill -0 $pid 2>/dev/null || exit 8'
+case_ pc_after_kill_is_gone pass '
+	pc_open
+	pid=$PC_PID
+	pc_kill
+	kill -0 $pid 2>/dev/null && exit 3
+	pc_open
+	kill -9 $PC_PID
+	# Not waited for: a zombie (holding no file any more), or reaped.
+	while kill -0 $PC_PID 2>/dev/null && ! grep -q "^State:.*Z" /proc/$PC_PID/status 2>/dev/null; do :; done
+	r=$(pc ok 1) && exit 4
+	[ "$r" = "err GONE" ] || exit 5
+	pc_kill'
+case_ pc_without_a_session_fails fail 'pc ok; exit 0'
+rm -rf "$pcfake"

@@ -295,3 +295,67 @@ wait_online() {
 		usleep 10000
 	done
 }
+
+# --- A chameleon_proxy file held across commands: proxy_ctl session ---
+# Since ABI 3 the module's state (parks, lends, moved IRQs, emulation)
+# belongs to the open file that made it, and is undone when that file is
+# released. A one-shot `proxy_ctl park` is undone as it exits; what must last
+# across commands goes through one session: pc_open starts `proxy_ctl
+# session` on two FIFOs (the shell writes commands on fd 3, reads replies on
+# fd 4), `pc CMD...` sends one command and prints its reply ("ok ..." or
+# "err ENAME"; returns 1 on err), pc_close closes its stdin (it exits at EOF:
+# the file is released) and waits, pc_kill kills it (-9) instead.
+# Every child the shell starts while a session is open inherits fds 3 and 4:
+# one that outlives the session must be started with `3>&- 4<&-`, or
+# pc_close never sees the session exit (it says so after 5 s).
+PC_PID=
+pc_open() {
+	[ -z "$PC_PID" ] || fail "pc_open: session $PC_PID still open"
+	_pcd=/tmp/pc.$$
+	rm -rf "$_pcd"
+	mkdir "$_pcd" && mkfifo "$_pcd/in" "$_pcd/out" || fail "pc_open: cannot make FIFOs in $_pcd"
+	proxy_ctl session <"$_pcd/in" >"$_pcd/out" &
+	PC_PID=$!
+	# Each open of a FIFO waits for its other end: the session opens "in"
+	# and then "out", in that order, as we do.
+	exec 3>"$_pcd/in" 4<"$_pcd/out"
+	rm -rf "$_pcd"
+}
+# The session is running (not gone, not a zombie: that holds no file).
+_pc_alive() {
+	kill -0 "$PC_PID" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$PC_PID/status" 2>/dev/null
+}
+pc() {
+	[ -n "$PC_PID" ] || fail "pc $*: no session open"
+	# Writing to a FIFO nobody reads kills the shell (SIGPIPE): look first.
+	if ! _pc_alive; then
+		echo "err GONE"
+		return 1
+	fi
+	echo "$*" >&3
+	read -r _pcr <&4 || _pcr="err GONE"
+	echo "$_pcr"
+	case $_pcr in ok | "ok "*) return 0 ;; esac
+	return 1
+}
+pc_close() {
+	exec 3>&-
+	_pct=$(now_ms)
+	while _pc_alive; do
+		[ $(( $(now_ms) - _pct )) -lt 5000 ] ||
+			fail "pc_close: session $PC_PID still running 5 s after its stdin closed (a child holds fd 3?)"
+		usleep 10000
+	done
+	wait "$PC_PID"
+	_pcrc=$?
+	exec 4<&-
+	PC_PID=
+	return $_pcrc
+}
+pc_kill() {
+	kill -9 "$PC_PID" 2>/dev/null
+	wait "$PC_PID" 2>/dev/null
+	exec 3>&- 4<&-
+	PC_PID=
+	return 0
+}
