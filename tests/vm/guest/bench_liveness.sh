@@ -14,7 +14,7 @@
 #    and 2 CPUs; the one with 4 is killed: the agent's figure (BPF exit event
 #    -> map updated, its "rebalanced ... after_us"), against the shell's view
 #    of the same change (kill -> `status` lists 4 and 4, polled every 50 ms).
-# 4. IRQs (proxy_stress.sh): `proxy_ctl park 2-3` (hold-off 60 s) -> IRQ 4's
+# 4. IRQs (proxy_stress.sh): park 2-3 (hold-off 60 s, a proxy_ctl session) -> IRQ 4's
 #    affinity off CPU 2 (the module's deferred work) and effective there,
 #    against an affinity written by hand (1 -> 2) -> effective (the IRQ core
 #    alone); polled every 10 ms, printing a line each time (an IO-APIC IRQ
@@ -133,6 +133,9 @@ stop_agent
 
 # --- 4. IRQs ---
 insmod "$ko" || fail "insmod failed"
+# Park and unpark from one open file (a proxy_ctl session): a one-shot
+# park's exit releases its file, and the module undoes the park (ABI 3).
+pc_open
 # eff_is CPU: IRQ $irq's effective affinity is CPU; a line printed first
 # makes it interrupt (an IO-APIC IRQ moves at its next interrupt).
 eff_is() { echo "   ."; [ "$(cat /proc/irq/$irq/effective_affinity_list)" = "$1" ]; }
@@ -154,15 +157,16 @@ while [ $r -lt "$rounds" ]; do
 	until_us "IRQ $irq not effective on CPU 2" eff_is 2
 	echo "$US" >>/tmp/b.irq.hand
 	t0=$(now_ns)
-	proxy_ctl park 2-3 60000 >/dev/null || fail "park 2-3"
+	pc park 2-3 60000 >/dev/null || fail "park 2-3"
 	until_us "IRQ $irq's affinity not moved off parked CPU 2" sh -c "! grep -q '^2' /proc/irq/$irq/smp_affinity_list"
 	us_since "$t0" >>/tmp/b.irq.park
 	until_us "IRQ $irq not effective off parked CPU 2" sh -c "echo '   .'; ! grep -q '^2' /proc/irq/$irq/effective_affinity_list"
 	us_since "$t0" >>/tmp/b.irq.park_eff
-	proxy_ctl unpark 2-3 >/dev/null || fail "unpark 2-3"
+	pc unpark 2-3 >/dev/null || fail "unpark 2-3"
 	wait_online 0-7
 	r=$((r + 1))
 done
+pc_close || fail "proxy_ctl session exited $?"
 rmmod chameleon_proxy || fail "rmmod"
 
 echo "BENCH kernel=$(uname -r) cpus=$(nproc) (4 cores x 2 threads) tcg=single rounds=$rounds"

@@ -11,6 +11,10 @@
 # parked and CPU 3 offline through sysfs. Every CPU the kernel cannot take
 # offline (no /sys/devices/system/cpu/cpuN/online; CPU 0 on x86) is asked for.
 # Positive control: the agent parks and unparks CPU 2 through the module.
+# The agent owns the module (ABI 3): another file's requests are refused
+# with EACCES only once their arguments and the state were checked, so the
+# bad requests above keep their errnos; a valid one gets EACCES and changes
+# nothing, and CLAIM gets EBUSY.
 . /opt/chameleon/guest/lib.sh
 
 [ "$(nproc)" -ge 4 ] || fail "needs 4 CPUs"
@@ -80,6 +84,15 @@ ask "$s" park 2 3600001
 ask "$s" unpark 2
 ask "$s" unpark 0
 ask "$s" unpark $n
+
+# A valid request from another file than the owner's.
+out=$(proxy_ctl park 2 60000 2>&1) && { proxy_ctl unpark 2 >/dev/null 2>&1; fail "the module parked CPU 2 for a file that is not its owner: $out"; }
+echo "$out" | grep -q "^PARK: EACCES " || fail "valid park 2 from another file than the agent's: $out (expected EACCES)"
+proxy_ctl stats | grep -q "^cpu=2 .* parked=1 " && fail "a refused park left CPU 2 parked"
+out=$(proxy_ctl claim 2>&1) && fail "CLAIM succeeded while the agent owns the module: $out"
+echo "$out" | grep -q "^CLAIM: EBUSY " || fail "CLAIM while the agent owns the module: $out (expected EBUSY)"
+[ "$(stat_of owner_pid)" = "$AGENT_PID" ] || fail "owner_pid $(stat_of owner_pid), the agent is $AGENT_PID"
+ok "the agent (pid $AGENT_PID) owns the module: a valid park from another file EACCES, nothing parked; CLAIM EBUSY"
 
 get out scx_chameleon park 2 --holdoff-ms 60000
 echo "$out" | grep -q "module [0-9]* us" || fail "park 2 did not go through the module: $out"

@@ -4,7 +4,11 @@
 # - its BTF is there (what lets its kfuncs register; out-of-tree builds
 #   against some headers silently go without) and the kernel log has no
 #   "cannot register" line (the kernel's or the module's);
-# - PARK/UNPARK/EMULATE/RESET are root-only even on an open device;
+# - CLAIM/PARK/UNPARK/EMULATE/RESET are root-only even on an open device;
+# - ownership (ABI 3): a session that claims owns the module (STATS names
+#   its pid); another file's CLAIM gets EBUSY, its valid PARK and RESET
+#   EACCES and change nothing, its bad PARK keeps its errno; once the owner
+#   closes, a one-shot park is undone as that process exits;
 # - 3000 random ioctls, each judged against chameleon_proxy.h by proxy_ctl:
 #   every call the header says must fail fails, with one of the errnos the
 #   header gives its faults, and valid calls fail only for the module's
@@ -17,7 +21,12 @@
 #   its affinity back on unpark;
 # - emulation: idle injection gives spinners about half of their CPUs by
 #   schedstat (category high: every CPU at 50 %), and all once off;
-# - rmmod with a CPU offlined by us brings it back and restores IRQs.
+# - the owner killed (-9) with a CPU offlined by its park: the CPU back
+#   online and the IRQ back on it within 2 s, by the release alone; then
+#   rmmod.
+# The parks and the emulation below are held across commands, so they are
+# sent from one proxy_ctl session (lib.sh: pc_open, pc): a one-shot
+# proxy_ctl's exit would release its file and undo them.
 . /opt/chameleon/guest/lib.sh
 
 ko=/opt/chameleon/chameleon_proxy.ko
@@ -33,18 +42,50 @@ ok "module BTF present, no 'cannot register' line in the kernel log"
 
 
 # Root only, even with the device already open.
-for cmd in "park 3 0" "unpark 3" "emulate on" "reset"; do
+for cmd in "park 3 0" "unpark 3" "emulate on" "reset" "claim"; do
 	out=$(proxy_ctl --uid 65534 $cmd 2>&1) && fail "'$cmd' as uid 65534 succeeded: $out"
 	echo "$out" | grep -q EPERM || fail "'$cmd' as uid 65534: $out (expected EPERM)"
 done
 proxy_ctl --uid 65534 info >/dev/null || fail "INFO as uid 65534 failed"
-ok "PARK, UNPARK, EMULATE, RESET refused with EPERM to uid 65534 (INFO allowed)"
+ok "PARK, UNPARK, EMULATE, RESET, CLAIM refused with EPERM to uid 65534 (INFO allowed)"
+
+# Ownership. The EPERM calls above claimed nothing.
+[ "$(stat_of owner_pid)" = 0 ] || fail "owner_pid $(stat_of owner_pid) before anyone claimed"
+pc_open
+get out pc pid
+sp=${out#ok pid=}
+get out pc claim
+[ "$out" = "ok found=none nr_offlined=0 nr_irqs=0" ] || fail "first CLAIM: $out"
+[ "$(stat_of owner_pid)" = "$sp" ] || fail "owner_pid $(stat_of owner_pid) after session $sp claimed"
+get again pc claim
+[ "$again" = "$out" ] || fail "CLAIM again from the owner: $again"
+out=$(proxy_ctl claim 2>&1) && fail "CLAIM from another file while session $sp owns it: $out"
+echo "$out" | grep -q EBUSY || fail "CLAIM from another file: $out (expected EBUSY)"
+out=$(proxy_ctl park 3 60000 2>&1) && fail "PARK from another file succeeded: $out"
+echo "$out" | grep -q EACCES || fail "PARK 3 from another file: $out (expected EACCES)"
+proxy_ctl stats | grep -q "^cpu=3 .* parked=1 " && fail "another file's refused PARK parked CPU 3"
+out=$(proxy_ctl reset 2>&1) && fail "RESET from another file succeeded: $out"
+echo "$out" | grep -q EACCES || fail "RESET from another file: $out (expected EACCES)"
+# Arguments are checked before the owner: a bad request keeps its errno.
+out=$(proxy_ctl park 0 0 2>&1) && fail "PARK 0 from another file succeeded: $out"
+echo "$out" | grep -q EINVAL || fail "PARK 0 from another file: $out (expected EINVAL)"
+rel0=$(stat_of releases)
+pc_close || fail "session exited $?"
+[ "$(stat_of owner_pid)" = 0 ] || fail "owner_pid $(stat_of owner_pid) after the owner closed"
+[ "$(stat_of releases)" = $(( rel0 + 1 )) ] || fail "releases $rel0 -> $(stat_of releases) after the owner closed"
+# Nobody owns it now: a one-shot PARK claims it, and its exit undoes it.
+out=$(proxy_ctl park 3 60000) || fail "one-shot park 3 with no owner: $out"
+until_ok 2000 "CPU 3 still parked after the one-shot park's process exited" \
+	sh -c "! proxy_ctl stats | grep -q '^cpu=3 .* parked=1 '"
+[ "$(stat_of owner_pid)" = 0 ] || fail "owner_pid $(stat_of owner_pid) after the one-shot park exited"
+ok "ownership: session $sp owns after CLAIM; another file: CLAIM EBUSY, PARK and RESET EACCES, PARK 0 EINVAL; closed: no owner, releases +1; a one-shot park undone at its exit ($TOOK ms)"
 
 seed=$(( $(date +%s) % 100000 ))
 echo "   fuzz: seed $seed"
 # proxy_ctl exits 1 when a call ended otherwise than the header says (it
 # prints the first 20 such calls).
 get out proxy_ctl fuzz 3000 $seed
+echo "$out" | grep -q "^pid=[0-9]* owner_pid=0$" || fail "fuzz: the module had an owner before it: $out"
 echo "$out" | grep -q "^reset=ok$" || fail "fuzz did not end with a RESET: $out"
 must=$(echo "$out" | sed -n 's/^must_fail=//p')
 valid=$(echo "$out" | sed -n 's/^valid=\([0-9]*\) .*/\1/p')
@@ -57,22 +98,24 @@ proxy_ctl stats | grep "^cpu=" | grep -q "parked=1" && fail "a CPU still parked 
 ok "fuzz: 3000 random ioctls (seed $seed): $must must fail and did, $valid valid ($succeeded succeeded): $(echo "$out" | grep '_by' | tr '\n' ' ')"
 
 # Park 2-3 at once (hold-off 0): both go offline in one worker pass.
+pc_open
 calls0=$(stat_of remove_cpu_calls)
-out=$(proxy_ctl park 2-3 0) || fail "park 2-3: $out"
-crit=${out#critical_ns=}
+get out pc park 2-3 0
+crit=${out#ok critical_ns=}
 wait_online "0-1" 10000 "park 2-3"
 phys=$(stat_of park_physical_ns)
 [ "$(( $(stat_of remove_cpu_calls) - calls0 ))" = 2 ] || fail "park 2-3: $(( $(stat_of remove_cpu_calls) - calls0 )) remove_cpu calls"
 ok "park 2-3: synchronous part $(( crit / 1000 )) us, offline after $(( phys / 1000 )) us (x$(( phys / (crit + 1) )))"
-out=$(proxy_ctl unpark 2-3) || fail "unpark 2-3: $out"
+get out pc unpark 2-3
 wait_online "0-3" 10000 "unpark 2-3"
-ok "unpark 2-3: synchronous part $(( ${out#ns=} / 1000 )) us, online after $(( $(stat_of unpark_physical_ns) / 1000 )) us"
+ok "unpark 2-3: synchronous part $(( ${out#ok ns=} / 1000 )) us, online after $(( $(stat_of unpark_physical_ns) / 1000 )) us"
 
 # Unpark within the hold-off: the offline never happens.
 calls0=$(stat_of remove_cpu_calls)
-proxy_ctl park 3 3000 >/dev/null || fail "park 3 (hold-off 3 s)"
+pc park 3 3000 >/dev/null || fail "park 3 (hold-off 3 s)"
 [ "$(online)" = "0-3" ] || fail "CPU 3 offline before its hold-off"
-out=$(proxy_ctl unpark 3) || fail "unpark 3: $out"
+get out pc unpark 3
+out=${out#ok }
 sleep 4
 [ "$(online)" = "0-3" ] || fail "CPU 3 went offline after an unpark within its hold-off"
 [ "$(stat_of remove_cpu_calls)" = "$calls0" ] || fail "remove_cpu called after an unpark within the hold-off"
@@ -92,14 +135,14 @@ for d in /proc/irq/[0-9]*; do
 		{ irq=$n; break; }
 done
 [ -n "$irq" ] || fail "no device IRQ whose affinity can be set to CPU 3"
-proxy_ctl park 3 60000 >/dev/null || fail "park 3 (hold-off 60 s)"
+pc park 3 60000 >/dev/null || fail "park 3 (hold-off 60 s)"
 t0=$(now_ms)
 until [ "$(cat /proc/irq/$irq/smp_affinity_list)" != 3 ]; do
 	[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "IRQ $irq still on CPU 3 5 s after park"
 	usleep 20000
 done
 moved=$(cat /proc/irq/$irq/smp_affinity_list)
-proxy_ctl unpark 3 >/dev/null || fail "unpark 3"
+pc unpark 3 >/dev/null || fail "unpark 3"
 t0=$(now_ms)
 until [ "$(cat /proc/irq/$irq/smp_affinity_list)" = 3 ]; do
 	[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "IRQ $irq not back on CPU 3 5 s after unpark ($(cat /proc/irq/$irq/smp_affinity_list))"
@@ -111,7 +154,7 @@ ok "IRQ $irq ($(ls /proc/irq/$irq | grep -v -e affinity -e node -e spurious | he
 # pending (the affinity reads as moved) and must not land on the parked CPU
 # (proxy_stress, once: IRQ 4 on a lent CPU for good after a split and a fuse).
 aff_is_not3() { [ "$(cat /proc/irq/$irq/smp_affinity_list)" != 3 ]; }
-proxy_ctl park 3 60000 >/dev/null || fail "park 3 (hold-off 60 s)"
+pc park 3 60000 >/dev/null || fail "park 3 (hold-off 60 s)"
 echo "   IRQ $irq: CPU 3 parked"
 t0=$(now_ms)
 until aff_is_not3; do
@@ -119,12 +162,12 @@ until aff_is_not3; do
 	usleep 20000
 done
 # No console line between the two: nothing interrupts on the serial port.
-proxy_ctl unpark 3 >/dev/null && proxy_ctl park 3 60000 >/dev/null || fail "unpark 3 + park 3"
+pc unpark 3 >/dev/null && pc park 3 60000 >/dev/null || fail "unpark 3 + park 3"
 for i in 1 2 3 4 5 6 7 8 9 10; do echo "   IRQ $irq: line $i after unpark + park"; usleep 20000; done
 aff=$(cat /proc/irq/$irq/smp_affinity_list) eff=$(cat /proc/irq/$irq/effective_affinity_list)
 [ "$aff" != 3 ] && [ "$eff" != 3 ] ||
 	fail "IRQ $irq on parked CPU 3 (affinity $aff, in effect $eff) after an unpark and a park between two of its interrupts"
-proxy_ctl unpark 3 >/dev/null || fail "unpark 3"
+pc unpark 3 >/dev/null || fail "unpark 3"
 t0=$(now_ms)
 until ! aff_is_not3; do
 	[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "IRQ $irq not back on CPU 3 5 s after the last unpark ($(cat /proc/irq/$irq/smp_affinity_list))"
@@ -136,17 +179,17 @@ ok "IRQ $irq: unpark and park again before its next interrupt: it stayed off CPU
 # Emulation: every CPU busy; the spinners' mean share of their CPUs over 3 s
 # by schedstat (/proc/stat counts injected idle partly as system time).
 spins=
-for c in 0 1 2 3; do spin -c $c 30 >/dev/null & spins="$spins $!"; done
+for c in 0 1 2 3; do spin -c $c 30 >/dev/null 3>&- 4<&- & spins="$spins $!"; done
 # mean_share: the spinners' mean CPU share over 3 s, in tenths of %.
 mean_share() {
 	cpu_share 3000 $spins | awk '{ t += $1 } END { print int(t / NR) }'
 }
 sleep 1
 off=$(mean_share)
-proxy_ctl emulate on high >/dev/null || fail "emulate on high"
+pc emulate on high >/dev/null || fail "emulate on high"
 sleep 2	# the module corrects the idle periods over a few 200 ms windows
 on=$(mean_share)
-proxy_ctl emulate off >/dev/null || fail "emulate off"
+pc emulate off >/dev/null || fail "emulate off"
 sleep 1
 after=$(mean_share)
 kill $spins
@@ -155,11 +198,20 @@ ok "4 spinners get ${off} ‰ of their CPUs without emulation, ${on} ‰ with (h
 [ "$on" -ge 350 ] && [ "$on" -le 650 ] || fail "emulation high: spinners got ${on} ‰, expected about 500"
 [ "$off" -ge 800 ] && [ "$after" -ge 800 ] || fail "without emulation: spinners got ${off} ‰ / ${after} ‰"
 
-# rmmod undoes: CPU 3 offlined by us comes back, the IRQ gets its affinity.
-proxy_ctl park 3 0 >/dev/null || fail "park 3"
-wait_online "0-2" 10000 "park 3 before rmmod"
-rmmod chameleon_proxy || fail "rmmod with CPU 3 parked"
-[ "$(online)" = "0-3" ] || fail "after rmmod: online $(online)"
-[ "$(cat /proc/irq/$irq/smp_affinity_list)" = 3 ] || fail "after rmmod: IRQ $irq on $(cat /proc/irq/$irq/smp_affinity_list)"
-ok "rmmod with CPU 3 offlined by the module: back online, IRQ $irq back on 3"
+# The owner gone undoes it all: CPU 3, offlined by the session's park, comes
+# back, and the IRQ gets its affinity, by the release alone (before any
+# rmmod), within 2 s of the kill.
+pc park 3 0 >/dev/null || fail "park 3"
+wait_online "0-2" 10000 "park 3 before the kill"
+[ "$(cat /proc/irq/$irq/smp_affinity_list)" != 3 ] || fail "IRQ $irq on offline CPU 3"
+t0=$(now_ms)
+pc_kill
+until [ "$(online)" = "0-3" ] && [ "$(cat /proc/irq/$irq/smp_affinity_list)" = 3 ]; do
+	[ $(( $(now_ms) - t0 )) -lt 2000 ] ||
+		fail "2 s after the owner's kill -9: online $(online), IRQ $irq on $(cat /proc/irq/$irq/smp_affinity_list) (want 0-3 and 3)"
+	echo "   IRQ $irq: waiting for 3"
+	usleep 20000
+done
+ok "owner killed (-9) with CPU 3 offlined by its park: 0-3 online and IRQ $irq back on 3 after $(( $(now_ms) - t0 )) ms; cleanup_ns $(stat_of cleanup_ns)"
+rmmod chameleon_proxy || fail "rmmod after the owner's release"
 pass
