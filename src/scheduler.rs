@@ -390,7 +390,7 @@ impl<'a> Scheduler<'a> {
         match (&proxy, opts.emulate) {
             (Some(p), _) => {
                 if let Some(what) = p.claim()?.repaired() {
-                    warn!("chameleon_proxy: repaired what no agent owned: {what}");
+                    warn!("chameleon_proxy: a previous owner went away without undoing its state; the module undid it: {what}");
                 }
             }
             (None, Some(_)) => bail!("--emulate needs the chameleon_proxy module ({} is missing: insmod chameleon_proxy.ko)", crate::proxy::DEVICE),

@@ -342,6 +342,13 @@ case_a() {
 	[ "$(stat_of emulate_on)" = 1 ] || { miss "setup: emulation not on"; return; }
 	gone_by_kill
 	after_gone
+	# The next agent says what the first one left (its claim reports what
+	# the release undid).
+	start_agent
+	_said=$(grep -o 'a previous owner went away.*' "$AGENT_LOG" | head -n 1)
+	[ -n "$_said" ] || miss "the next agent did not say what the killed one had left"
+	echo "   the next agent: ${_said:-nothing}"
+	stop_agent
 }
 
 case_b() {
