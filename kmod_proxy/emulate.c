@@ -282,6 +282,15 @@ static void chp_emul_adjust_cpu(struct chp_emul_cpu *ec)
 	wall_ns = now - ec->at_ns;
 	if (wall_ns < CHP_EMUL_ADJUST_MS * NSEC_PER_MSEC / 2)
 		return;
+	/*
+	 * A window much longer than the period: the CPU was offline (only
+	 * online CPUs are adjusted), and its offline time is no lag to
+	 * correct. A fresh window instead.
+	 */
+	if (wall_ns > 2 * CHP_EMUL_ADJUST_MS * NSEC_PER_MSEC) {
+		chp_emul_rebase(ec);
+		return;
+	}
 	inj_ns = READ_ONCE(ec->thread->se.sum_exec_runtime);
 	want_ns = div64_s64(wall_ns * (CHP_EMUL_FULL - ec->duty), CHP_EMUL_FULL);
 	/*

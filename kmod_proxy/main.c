@@ -461,6 +461,7 @@ static void __exit chameleon_proxy_exit(void)
 	chp_proxy_quiesce();
 	/* What the cleanups could not undo, once more, synchronously. */
 	chp_park_exit_online();
+	chp_proxy_end_lends();
 	chp_proxy_reconcile();
 
 	chp_emulate_exit();

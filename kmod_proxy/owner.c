@@ -171,7 +171,8 @@ long chp_claim(struct file *file, struct chameleon_proxy_claim *arg)
 	chp_flush();
 
 	mutex_lock(&chp_lock);
-	ret = chp_own_locked(file);
+	/* Another file may have taken it meanwhile: busy, as above. */
+	ret = chp_owner && chp_owner != file ? -EBUSY : chp_own_locked(file);
 	if (!ret) {
 		/* Left with no owner: a cleanup step that failed. */
 		found = chp_left;

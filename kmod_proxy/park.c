@@ -67,9 +67,19 @@ enum chp_park_state {
 
 struct chp_park_cpu {
 	int state;		/* enum chp_park_state; under chp_lock */
+	unsigned int retries;	/* remove_cpu() -EBUSY answers, this park */
 	unsigned long deadline;	/* jiffies when the CPU goes offline */
 	u64 t0;			/* ktime of the PARK or UNPARK call */
 };
+
+/*
+ * remove_cpu() answers -EBUSY while CPU hotplug is disabled for a moment
+ * (cpu_hotplug_disable(): idle_inject_stop() does it, so our own emulation
+ * stopping on a representative or at release; suspend too). Tried again
+ * this often, this long apart, before the CPU is HELD online.
+ */
+#define CHP_PARK_RETRIES	20
+#define CHP_PARK_RETRY_MS	20
 
 static DEFINE_PER_CPU(struct chp_park_cpu, chp_park_cpu);
 
@@ -183,18 +193,31 @@ static void chp_park_work_fn(struct work_struct *work)
 			ret = remove_cpu(cpu);
 
 		mutex_lock(&chp_lock);
-		if (ret <= 0) {
+		if (ret <= 0)
 			chp_park_stat.remove_calls++;
-			chp_park_stat.park_physical_ns = ktime_get_ns() - pc->t0;
+		if (pc->state == CHP_PARK_OFFLINING && ret == -EBUSY &&
+		    pc->retries < CHP_PARK_RETRIES) {
+			/* Hotplug disabled for a moment: try again shortly. */
+			pc->retries++;
+			pc->deadline = jiffies + msecs_to_jiffies(CHP_PARK_RETRY_MS);
+			chp_set_state(cpu, CHP_PARK_PENDING);
+			chp_park_arm(pc->deadline);
+			mutex_unlock(&chp_lock);
+			continue;
 		}
+		if (ret <= 0)
+			chp_park_stat.park_physical_ns = ktime_get_ns() - pc->t0;
 		if (ret < 0) {
 			chp_park_stat.remove_failures++;
 			chp_park_stat.remove_error = ret;
 			pr_info("cannot take CPU %d offline: %d\n", cpu, ret);
 		}
-		if (pc->state == CHP_PARK_OFFLINING)
-			chp_set_state(cpu, ret ? CHP_PARK_HELD : CHP_PARK_OFFLINED);
-		else if (pc->state == CHP_PARK_ONLINING && ret)
+		if (pc->state == CHP_PARK_OFFLINING) {
+			/* Back online already (sysfs) is not ours either. */
+			chp_set_state(cpu, ret || cpu_online(cpu) ?
+				      CHP_PARK_HELD : CHP_PARK_OFFLINED);
+		}
+		if (pc->state == CHP_PARK_ONLINING && ret)
 			chp_set_state(cpu, CHP_PARK_NONE);	/* never went */
 		/* ONLINING after a done offline: chp_unpark_work is queued. */
 		mutex_unlock(&chp_lock);
@@ -278,6 +301,7 @@ long chp_park(struct file *file, struct chameleon_proxy_park *arg,
 	deadline = jiffies + msecs_to_jiffies(arg->holdoff_ms);
 	for_each_cpu(cpu, mask) {
 		per_cpu_ptr(&chp_park_cpu, cpu)->deadline = deadline;
+		per_cpu_ptr(&chp_park_cpu, cpu)->retries = 0;
 		per_cpu_ptr(&chp_park_cpu, cpu)->t0 = t0;
 		chp_set_state(cpu, CHP_PARK_PENDING);
 	}

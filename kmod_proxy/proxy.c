@@ -242,18 +242,21 @@ int chp_proxy_lend(s32 cpu, s32 rep)
 		ret = -EINVAL;
 		goto refused;
 	}
-	/* No owner: its agent is gone, and the scheduler is on its way out. */
-	if (!chp_owned()) {
-		ret = -ENODEV;
-		goto refused;
-	}
 	if (!cpu_online(cpu) || !cpu_online(rep) || chp_park_is_parked(cpu)) {
 		ret = -EBUSY;
 		goto refused;
 	}
 	pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
 	raw_spin_lock_irqsave(&pc->lock, flags);
-	if (pc->proxied_by >= 0) {
+	/*
+	 * No owner: its agent is gone, and the scheduler is on its way out.
+	 * Checked under the lock: a release clears the owner and then ends
+	 * every lend under each CPU's lock, so a lend is either refused here
+	 * or seen and ended there.
+	 */
+	if (!chp_owned()) {
+		ret = -ENODEV;
+	} else if (pc->proxied_by >= 0) {
 		ret = -EBUSY;
 	} else {
 		chp_read_counts(cpu, &pc->snap);
