@@ -9,16 +9,8 @@
 
 insmod /opt/chameleon/chameleon_proxy.ko || fail "insmod failed"
 aff() { cat "/proc/irq/$1/smp_affinity_list"; }
-irq=
-for d in /proc/irq/[0-9]*; do
-	n=${d#/proc/irq/}
-	[ -n "$(ls "$d" | grep -v -e '^affinity_hint$' -e '^node$' -e '^smp_affinity' -e '^effective_affinity' -e '^spurious$')" ] || continue
-	echo 1 >"$d/smp_affinity_list" 2>/dev/null || continue
-	echo "   IRQ $n: affinity 1 requested"
-	usleep 200000
-	[ "$(aff "$n")" = 1 ] && { irq=$n; break; }
-done
-[ -n "$irq" ] || fail "no device IRQ whose affinity can be set to CPU 1"
+pick_irq 1 || fail "no device IRQ whose affinity can be set to CPU 1"
+irq=$IRQ
 
 make_cgroup seq
 start_agent --events --tag seq=level:1,tax:1

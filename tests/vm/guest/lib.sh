@@ -359,3 +359,27 @@ pc_kill() {
 	PC_PID=
 	return 0
 }
+
+# pick_irq LIST: the first device IRQ whose affinity can be set to LIST, left
+# set to it and in effect: an IO-APIC IRQ takes a new affinity only at its next
+# interrupt (the line printed here, on the serial console, makes ttyS0's
+# fire), so a one-CPU LIST must also read as the effective affinity. The IRQ's
+# number in IRQ; returns 1 if there is none.
+pick_irq() {
+	IRQ=
+	for _d in /proc/irq/[0-9]*; do
+		_n=${_d#/proc/irq/}
+		[ -n "$(ls "$_d" | grep -v -e '^affinity_hint$' -e '^node$' -e '^smp_affinity' -e '^effective_affinity' -e '^spurious$')" ] || continue
+		echo "$1" >"$_d/smp_affinity_list" 2>/dev/null || continue
+		echo "   IRQ $_n: affinity $1 requested"
+		usleep 200000
+		[ "$(cat "$_d/smp_affinity_list")" = "$1" ] || continue
+		case $1 in
+		*[-,]*) ;;
+		*) [ "$(cat "$_d/effective_affinity_list")" = "$1" ] || continue ;;
+		esac
+		IRQ=$_n
+		return 0
+	done
+	return 1
+}

@@ -122,19 +122,8 @@ sleep 4
 ok "park 3 + unpark within the 3 s hold-off: never offline, no remove_cpu, unpark took $(( ${out#ns=} / 1000 )) us"
 
 # A device IRQ on a parked CPU moves off it and comes back.
-irq=
-for d in /proc/irq/[0-9]*; do
-	n=${d#/proc/irq/}
-	[ -n "$(ls "$d" | grep -v -e '^affinity_hint$' -e '^node$' -e '^smp_affinity' -e '^effective_affinity' -e '^spurious$')" ] || continue
-	echo 3 >"$d/smp_affinity_list" 2>/dev/null || continue
-	# In effect, not pending: an IO-APIC IRQ takes a new affinity at its
-	# next interrupt (this line, on the serial console, makes ttyS0's).
-	echo "   IRQ $n: affinity 3 requested"
-	usleep 200000
-	[ "$(cat "$d/smp_affinity_list")" = 3 ] && [ "$(cat "$d/effective_affinity_list")" = 3 ] &&
-		{ irq=$n; break; }
-done
-[ -n "$irq" ] || fail "no device IRQ whose affinity can be set to CPU 3"
+pick_irq 3 || fail "no device IRQ whose affinity can be set to CPU 3"
+irq=$IRQ
 pc park 3 60000 >/dev/null || fail "park 3 (hold-off 60 s)"
 t0=$(now_ms)
 until [ "$(cat /proc/irq/$irq/smp_affinity_list)" != 3 ]; do
