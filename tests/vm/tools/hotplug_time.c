@@ -3,7 +3,7 @@
  * hotplug_time: time sysfs CPU hotplug, the baseline fuse/split and park are
  * compared against.
  *   hotplug_time CPU ROUNDS
- *   hotplug_time CPULIST ROUNDS
+ *   hotplug_time CPULIST ROUNDS [PAUSE_MS]
  * Each round offlines then onlines the CPUs and prints
  * "hotplug cpu=C offline_ns=N online_ns=M" for one CPU, or
  * "hotplug cpus=LIST offline_ns=N online_ns=M" for a list ("1-3", "1,2,3"):
@@ -11,6 +11,10 @@
  * starting when the previous one returned (what native hotplug offers for
  * several CPUs), then onlined the same way; N and M are the time from the
  * first write to the end of the last one (the files are opened before).
+ * PAUSE_MS (default 0) is slept between the offlines and the onlines, and
+ * after the onlines: for a comparison with an operation that comes that long
+ * after the one before it (the kernel's hotplug lock is cheaper to take
+ * again within an RCU grace period of its last release).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -80,12 +84,14 @@ static long long set_all(const int *fds, int n, const char *val, int *failed)
 
 int main(int argc, char **argv)
 {
-	int cpus[MAX_CPUS], fds[MAX_CPUS], n, rounds, failed = 0;
+	int cpus[MAX_CPUS], fds[MAX_CPUS], n, rounds, pause_ms = 0, failed = 0;
 	char path[128];
 
-	n = argc == 3 ? parse_list(argv[1], cpus) : -1;
-	if (n <= 0 || (rounds = atoi(argv[2])) <= 0) {
-		fprintf(stderr, "usage: hotplug_time CPU|CPULIST (no CPU 0) ROUNDS\n");
+	n = argc == 3 || argc == 4 ? parse_list(argv[1], cpus) : -1;
+	if (argc == 4)
+		pause_ms = atoi(argv[3]);
+	if (n <= 0 || (rounds = atoi(argv[2])) <= 0 || pause_ms < 0) {
+		fprintf(stderr, "usage: hotplug_time CPU|CPULIST (no CPU 0) ROUNDS [PAUSE_MS]\n");
 		return 2;
 	}
 	for (int i = 0; i < n; i++) {
@@ -97,8 +103,12 @@ int main(int argc, char **argv)
 		}
 	}
 	for (int r = 0; r < rounds; r++) {
-		long long off = set_all(fds, n, "0", &failed);
-		long long on = off < 0 ? off : set_all(fds, n, "1", &failed);
+		long long off = set_all(fds, n, "0", &failed), on = off;
+
+		if (off >= 0) {
+			usleep(pause_ms * 1000);
+			on = set_all(fds, n, "1", &failed);
+		}
 
 		if (off < 0 || on < 0) {
 			fprintf(stderr, "hotplug_time: cpu%d: %s\n", cpus[failed],
@@ -110,6 +120,7 @@ int main(int argc, char **argv)
 		else
 			printf("hotplug cpus=%s offline_ns=%lld online_ns=%lld\n", argv[1], off, on);
 		fflush(stdout);
+		usleep(pause_ms * 1000);
 	}
 	return 0;
 }

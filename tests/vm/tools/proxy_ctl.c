@@ -5,6 +5,10 @@
  *   proxy_ctl bad-ioctl               an unknown ioctl fails with ENOTTY,
  *                                     a bad pointer with EFAULT
  *   proxy_ctl stats                   STATS as key=value lines, one per CPU
+ *   proxy_ctl stats-time MS           STATS every millisecond for MS ms;
+ *                                     prints calls= p50_ns= p99_ns= max_ns=
+ *                                     of one call (a bench's probe of
+ *                                     whether STATS waits on slow work)
  *   proxy_ctl park CPULIST HOLDOFF_MS PARK, prints critical_ns=
  *   proxy_ctl unpark CPULIST          UNPARK, prints ns= (synchronous part)
  *   proxy_ctl emulate on|off [low|med|high]
@@ -47,6 +51,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "chameleon_proxy.h"
@@ -91,7 +96,7 @@ static int ioctl_failed(const char *what)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: proxy_ctl info|bad-ioctl|stats|reset|claim|pid|session\n"
+	fprintf(stderr, "usage: proxy_ctl info|bad-ioctl|stats|stats-time MS|reset|claim|pid|session\n"
 		"       proxy_ctl park CPULIST HOLDOFF_MS | unpark CPULIST\n"
 		"       proxy_ctl emulate on|off [low|med|high]\n"
 		"       proxy_ctl fuzz N SEED\n");
@@ -351,6 +356,73 @@ static int cmd_claim(void)
 	return 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return *x < *y ? -1 : *x > *y;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static int cmd_stats_time(const char *ms_arg)
+{
+	struct chameleon_proxy_cpu_stats *cs = calloc(nr_cpu_ids, sizeof(*cs));
+	uint64_t end, *lat = NULL;
+	size_t n = 0, cap = 0;
+	char *e;
+	long ms = strtol(ms_arg, &e, 10);
+
+	if (*e || ms <= 0 || !cs) {
+		free(cs);
+		return CMD_USAGE;
+	}
+	end = now_ns() + (uint64_t)ms * 1000000ull;
+	while (now_ns() < end) {
+		struct chameleon_proxy_stats st;
+		uint64_t t0;
+
+		memset(&st, 0, sizeof(st));
+		st.cpus = (uintptr_t)cs;
+		st.nr_cpus = nr_cpu_ids;
+		st.cpu_size = sizeof(*cs);
+		t0 = now_ns();
+		if (ioctl(fd, CHAMELEON_PROXY_IOC_STATS, &st)) {
+			free(cs);
+			free(lat);
+			return ioctl_failed("STATS");
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 1024;
+			lat = realloc(lat, cap * sizeof(*lat));
+			if (!lat) {
+				perror("realloc");
+				exit(1);
+			}
+		}
+		lat[n++] = now_ns() - t0;
+		usleep(1000);
+	}
+	free(cs);
+	if (!n) {
+		free(lat);
+		return CMD_USAGE;
+	}
+	qsort(lat, n, sizeof(*lat), cmp_u64);
+	fprintf(out, "calls=%zu p50_ns=%llu p99_ns=%llu max_ns=%llu\n", n,
+		(unsigned long long)lat[(n - 1) / 2],
+		(unsigned long long)lat[(n * 99 + 99) / 100 - 1],
+		(unsigned long long)lat[n - 1]);
+	free(lat);
+	return 0;
+}
+
 /* One command, argv[0] its name; fuzz and session are not commands here. */
 static int run_cmd(int argc, char **argv)
 {
@@ -362,6 +434,8 @@ static int run_cmd(int argc, char **argv)
 		return cmd_bad_ioctl();
 	if (!strcmp(c, "stats") && argc == 1)
 		return cmd_stats();
+	if (!strcmp(c, "stats-time") && argc == 2)
+		return cmd_stats_time(argv[1]);
 	if (!strcmp(c, "park") && argc == 3)
 		return cmd_park(argv[1], argv[2]);
 	if (!strcmp(c, "unpark") && argc == 2)
