@@ -3,8 +3,8 @@
 # - perf, hackbench and gnuplot, installed into the toolchain root as a layer
 #   of their own (stamp keyed by the package list; the root's own key, and so
 #   make test's cache, is unchanged);
-# - the peer schedulers the overhead bench compares against, scx_cosmos and
-#   scx_bpfland, built from crates.io inside the root (their bindgen and BPF
+# - the peer schedulers the overhead bench compares against, scx_cosmos,
+#   scx_bpfland, scx_lavd and scx_p2dq, built from crates.io inside the root (their bindgen and BPF
 #   code need the trixie clang, as ours does) into the cache, keyed by the
 #   versions and the root. Idempotent; prints the peers' bin directory.
 set -euo pipefail
@@ -16,7 +16,7 @@ log() { printf 'bench-setup: %s\n' "$*" >&2; }
 # rt-tests, gnuplot for the plots (packaged, scriptable, PNG without X).
 BENCH_PACKAGES="linux-perf rt-tests gnuplot-nox"
 # The versions compared (the newest on crates.io when the bench was written).
-PEERS="scx_cosmos@1.1.7 scx_bpfland@1.1.4"
+PEERS="scx_cosmos@1.1.7 scx_bpfland@1.1.4 scx_lavd@1.1.4 scx_p2dq@1.1.4"
 
 "$here/setup.sh" >&2
 mkdir -p "$CACHE_DIR"

@@ -1,18 +1,21 @@
 #!/bin/sh
-# Benchmark (not a test): scheduling overhead against EEVDF and two scx peers,
-# in one VM boot, in interleaved rounds. Driven by bench/overhead.
+# Benchmark (not a test): scheduling overhead and wakeup latency against
+# EEVDF and the scx peers, in one VM boot, in interleaved rounds. Driven by
+# bench/overhead.
 #   bench_overhead.sh ROUNDS WORKLOADS SCHEDULERS...
 # WORKLOADS: "all", or a comma-separated subset of pipe, pipe-pinned,
-# messaging, hackbench, switch (a quick look at one of them). SCHEDULERS from: eevdf chameleon chameleon-tags (a level-1 tag on an empty
-# cgroup: tags present but idle) scx_cosmos scx_bpfland. Each round runs every
+# messaging, hackbench, switch, wakeup, cyclictest (a quick look at some of
+# them). SCHEDULERS from: eevdf chameleon chameleon-tags (a level-1 tag on an
+# empty cgroup: tags present but idle) and the peers scx_cosmos scx_bpfland
+# scx_lavd scx_p2dq (each with its default flags). Each round runs every
 # scheduler in turn (the order rotates each round), each through the same
 # workloads; every result is printed as
 #   BENCH row ROUND SCHED WORKLOAD VALUE UNIT
-# ("s" lower is better; "ops/s" higher is better). The timed rounds run with
-# kernel.bpf_stats_enabled off, as users run: on, it reads the clock twice
-# around every BPF program, which EEVDF never pays. A profile pass after them
-# runs each BPF scheduler through the workloads once more with it on (its
-# times are not rows) and prints the struct_ops programs' run time and count
+# ("s", "ns" and "us" lower is better; "ops/s" higher is better). The timed
+# rounds run with kernel.bpf_stats_enabled off, as users run: on, it reads the
+# clock twice around every BPF program, which EEVDF never pays. A profile pass
+# after them runs each BPF scheduler through the workloads once more with it
+# on (its times are not rows) and prints the struct_ops programs' run time and count
 # over the whole set as
 #   BENCH bpf p SCHED PROG RUN_NS RUN_CNT
 . /opt/chameleon/guest/lib.sh
@@ -30,6 +33,17 @@ PIPE_LOOPS=${PIPE_LOOPS:-20000}
 MSG_LOOPS=${MSG_LOOPS:-40}
 HB_LOOPS=${HB_LOOPS:-60}
 SWITCH_S=${SWITCH_S:-4}
+# wakeup: wakeup_bench's 2 message threads x 4 workers, no think time.
+WAKEUP_S=${WAKEUP_S:-5}
+WAKEUP_SPIN=${WAKEUP_SPIN:-10000}
+# cyclictest: its run, timer interval and histogram range (us; a sample past
+# it counts as an overflow: p99 is then "-"). p99 was 9-23 ms in the first
+# runs (TCG, 4 busy vCPUs); cyclictest writes a row per us of the range
+# after the run, while the load still runs: 100 ms took ~10 s more.
+CT_S=${CT_S:-8}
+CT_INTERVAL=${CT_INTERVAL:-1000}
+CT_HIST=${CT_HIST:-50000}
+ncpu=$(nproc)
 
 echo 0 >/proc/sys/kernel/bpf_stats_enabled || fail "no bpf_stats_enabled"
 make_cgroup idle
@@ -59,6 +73,26 @@ row() { echo "BENCH ${profile:+prof}${profile:-row} $round $sched $1 $2 $3"; }
 profile=
 want() { [ "$wanted" = ,all, ] || case $wanted in *,$1,*) return 0 ;; *) return 1 ;; esac; }
 
+# cyclictest's histogram file (-h: a row per us of latency with a count per
+# thread, then a summary) -> "P99 MAX" in us, p99 over every thread's samples;
+# P99 is "-" when it lies past the histogram (among the overflows). Only the
+# lines with a count other than 0 are kept, by grep first: awk over all the
+# rows of zeros takes seconds under TCG.
+ct_p99_max() {
+	grep -E '[[:space:]]0*[1-9]' | awk 'BEGIN { n = 0; max = 0 }
+		/^[0-9]/ { k++; lat[k] = $1 + 0; for (i = 2; i <= NF; i++) cnt[k] += $i }
+		/^# Total:/ { for (i = 3; i <= NF; i++) n += $i }
+		/^# Histogram Overflows:/ { for (i = 4; i <= NF; i++) n += $i }
+		/^# Max Latencies:/ { for (i = 4; i <= NF; i++) if ($i + 0 > max) max = $i + 0 }
+		END {
+			if (!n) { print "- -"; exit }
+			rank = int(n * 0.99); if (rank < n * 0.99) rank++
+			p = "-"
+			for (j = 1; j <= k; j++) { cum += cnt[j]; if (cum >= rank) { p = lat[j]; break } }
+			print p, max
+		}'
+}
+
 workloads() {
 	if want pipe; then
 		v=$(perf bench sched pipe -l "$PIPE_LOOPS" 2>&1 | total_time)
@@ -81,6 +115,36 @@ workloads() {
 		v=$(stress-ng --switch 2 --timeout "${SWITCH_S}s" --metrics-brief 2>&1 |
 			awk '$3 == "switch" || $4 == "switch" { for (i = 1; i <= NF; i++) if ($i == "switch") { print $(i + 5); exit } }')
 		row switch "${v:--}" ops/s
+	fi
+	# wakeup_bench (tests/vm/tools): a message thread's futex wake of a
+	# worker -> the worker running, p99 in ns; requests completed per second.
+	if want wakeup; then
+		wakeup_bench -m 2 -w 4 -r "$WAKEUP_S" -s "$WAKEUP_SPIN" >/tmp/wakeup.out 2>&1
+		cat /tmp/wakeup.out
+		v=$(sed -n 's/.*wakeup_p99_ns=\([0-9]*\).*/\1/p' /tmp/wakeup.out)
+		row wakeup-p99 "${v:--}" ns
+		v=$(sed -n 's/.*rps=\([0-9.]*\).*/\1/p' /tmp/wakeup.out)
+		row wakeup-rps "${v:--}" ops/s
+	fi
+	# cyclictest (rt-tests): timer wakeup latency of SCHED_OTHER threads, one
+	# per CPU (not pinned: where they wake is the scheduler's choice), while
+	# stress-ng keeps every CPU busy; p99 (from its histogram) and max in us.
+	if want cyclictest; then
+		# cyclictest keeps its live stats in POSIX shared memory.
+		[ -d /dev/shm ] || { mkdir -p /dev/shm && mount -t tmpfs shm /dev/shm; }
+		stress-ng --cpu "$ncpu" --timeout $((CT_S + 60))s >/dev/null 2>&1 &
+		load=$!
+		sleep 1
+		rm -f /tmp/ct.hist
+		cyclictest -q -t --policy=other -i "$CT_INTERVAL" -D "$CT_S" -h "$CT_HIST" \
+			--histfile=/tmp/ct.hist --default-system >/tmp/ct.log 2>&1 ||
+			echo "cyclictest failed: $(tail -n 3 /tmp/ct.log | tr '\n' '|')"
+		kill -INT $load
+		wait $load
+		v=$(ct_p99_max </tmp/ct.hist 2>/dev/null)
+		v=${v:-- -}
+		row cyclictest-p99 "${v% *}" us
+		row cyclictest-max "${v#* }" us
 	fi
 }
 
