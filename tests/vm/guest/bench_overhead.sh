@@ -6,8 +6,9 @@
 # WORKLOADS: "all", or a comma-separated subset of pipe, pipe-pinned,
 # messaging, hackbench, switch, wakeup, cyclictest (a quick look at some of
 # them). SCHEDULERS from: eevdf chameleon chameleon-tags (a level-1 tag on an
-# empty cgroup: tags present but idle) and the peers scx_cosmos scx_bpfland
-# scx_lavd scx_p2dq (each with its default flags). Each round runs every
+# empty cgroup: tags present but idle), the peers scx_cosmos scx_bpfland
+# scx_lavd scx_p2dq (each with its default flags) and bench/floor's
+# scx_floor scx_floor_vtime (the framework's own cost). Each round runs every
 # scheduler in turn (the order rotates each round), each through the same
 # workloads; every result is printed as
 #   BENCH row ROUND SCHED WORKLOAD VALUE UNIT
