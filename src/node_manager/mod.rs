@@ -46,9 +46,47 @@
 //!   rotation in three, not all: host test 27 migrations in 40 rotations
 //!   against 80; bench_aash.sh, the kernel's nr_migrations at 30 ms
 //!   periods 382-483 against 482-602 in the same 6 rounds.)
+//!
+//! Incremental: a rebalance decides exactly what recomputing everything
+//! would (`rebalance()`, which remains as the reference: the agent audits
+//! with it, and builds with debug assertions check every event against
+//! it), but looks only at what can differ, so that its cost follows what
+//! the event touched rather than the size of the machine:
+//! - **Who is placed**: a requester whose target is unchanged, whose object
+//!   has that size and whose CPUs are still online and allowed is kept where
+//!   it is by the full recompute's first pass, so only the others are
+//!   placed: those the event touched (came, went, changed request or
+//!   affinity, held a CPU gone offline), those whose target changed, and
+//!   those whose object is smaller than their target (`short`: the full
+//!   recompute tries them again every time, and so does this). They are
+//!   placed by the full recompute's own code (`place.rs`) around the slots
+//!   the kept objects hold (`grid.rs`, kept across rebalances); objects it
+//!   displaces (defragmentation) or moves to faster cores join them, as
+//!   there.
+//! - **Whose target changes** (`targets.rs`): contended, the pairs left free
+//!   go to the first waiters of the fast queue, which `fast_share` keeps in
+//!   order; when every size fits, only a changed request's. The holders a
+//!   period's start chose, and before the first period the queue's first
+//!   ones, are compared with the last holders one by one (a cost in pairs,
+//!   not in requesters). Everyone's target is computed again when the supply
+//!   is split greedily (what is asked does not fit), when the regime
+//!   changes or more hold pairs than there are; a new node layout is placed
+//!   from scratch.
+
+mod check;
+mod grid;
+mod place;
+mod targets;
+
+#[cfg(test)]
+mod random_tests;
+
+pub use check::Audit;
 
 use crate::fast_share::{FastShare, Member};
 use crate::node::Node;
+use grid::Grid;
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What one task asked for.
@@ -63,6 +101,9 @@ struct Requester {
     req: Request,
     /// Arrival order: breaks weight ties, so decisions are stable.
     seq: u64,
+    /// The size last decided for its object (0 or 1: none); the object
+    /// is smaller when no block was found (then it is `short`).
+    target: usize,
 }
 
 /// Where an object lives: `size` slots of node `node` from slot `start`,
@@ -91,7 +132,19 @@ pub struct Change {
     pub object: Option<Object>,
 }
 
-#[derive(Debug)]
+/// How the targets were last computed, which says what an event can change
+/// in them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// Requesters outnumber the pairs: 2 for the pair holders, 0 for the rest.
+    Fast,
+    /// Everyone's size fits: each target is what it asked for.
+    Want,
+    /// The supply split greedily (or nothing computed yet).
+    Other,
+}
+
+#[derive(Debug, Clone)]
 pub struct NodeManager {
     nodes: Vec<Node>,
     online: BTreeSet<usize>,
@@ -100,6 +153,7 @@ pub struct NodeManager {
     /// idle (Fig. 6); when there are none, pairs over busy CPUs (Fig. 7).
     untagged_load: usize,
     requesters: BTreeMap<i32, Requester>,
+    /// Where each object is (the same pids as `objects`).
     places: BTreeMap<i32, Place>,
     objects: BTreeMap<i32, Object>,
     next_seq: u64,
@@ -114,13 +168,27 @@ pub struct NodeManager {
     /// Where each requester runs (or waits), during a rotation's placement:
     /// the representative of a block placed for it there.
     running_on: BTreeMap<i32, usize>,
+    /// Who holds which slot (the places' blocks), and which are online.
+    grid: Grid,
+    /// The largest object a node can hold (a power of two).
+    largest: usize,
+    /// Σ of what each requester asks for, capped at `largest`.
+    sum_want: usize,
+    /// Requesters whose object is smaller than their target (or missing).
+    short: BTreeSet<i32>,
+    shape: Shape,
+    /// False: every event recomputes everything (for tests to compare).
+    incremental: bool,
 }
 
 impl NodeManager {
     pub fn new(nodes: Vec<Node>, online: impl IntoIterator<Item = usize>, max_level: u32) -> Self {
+        let online: BTreeSet<usize> = online.into_iter().collect();
         NodeManager {
+            grid: Grid::new(&nodes, &online),
+            largest: Self::largest_object(&nodes, max_level),
             nodes,
-            online: online.into_iter().collect(),
+            online,
             max_level,
             untagged_load: 0,
             requesters: BTreeMap::new(),
@@ -132,6 +200,10 @@ impl NodeManager {
             nr_defrag_moves: 0,
             allowed: BTreeMap::new(),
             running_on: BTreeMap::new(),
+            sum_want: 0,
+            short: BTreeSet::new(),
+            shape: Shape::Other,
+            incremental: true,
         }
     }
 
@@ -146,7 +218,7 @@ impl NodeManager {
         if !changed || !self.requesters.contains_key(&pid) {
             return Vec::new();
         }
-        self.rebalance()
+        self.decide([pid].into(), None)
     }
 
     pub fn object(&self, pid: i32) -> Option<&Object> {
@@ -178,49 +250,67 @@ impl NodeManager {
     /// `request` with the task's class for the fast queue: explicit high
     /// priority, and the group (cgroup) counted for the low-parallelism boost.
     pub fn request_as(&mut self, pid: i32, req: Request, member: Member) -> Vec<Change> {
-        let seq = match self.requesters.get_mut(&pid) {
+        let seq = match self.requesters.get(&pid) {
             Some(r) if r.req == req => {
                 // A new class counts from the next period: nothing moves now.
                 self.share.join(pid, req.weight, r.seq, member);
                 return Vec::new();
             }
-            Some(r) => {
-                r.req = req;
-                r.seq
-            }
+            Some(r) => r.seq,
             None => {
-                self.requesters.insert(pid, Requester { req, seq: self.next_seq });
                 self.next_seq += 1;
                 self.next_seq - 1
             }
         };
+        // A changed request keeps its target until the rebalance decides
+        // again: the targets that change are found by comparing with it.
+        let target = self.requesters.get(&pid).map_or(0, |r| r.target);
+        self.forget(pid);
+        self.requesters.insert(pid, Requester { req, seq, target });
+        self.sum_want += self.want(req);
         self.share.join(pid, req.weight, seq, member);
-        self.rebalance()
+        self.decide([pid].into(), None)
+    }
+
+    /// Take `pid` out of the sum of wants (before its request changes or it
+    /// leaves); whether it was a requester.
+    fn forget(&mut self, pid: i32) -> bool {
+        let Some(req) = self.requesters.get(&pid).map(|r| r.req) else { return false };
+        self.sum_want -= self.want(req);
+        true
     }
 
     /// A task no longer wants an object (exit, sleep, untag).
     pub fn release(&mut self, pid: i32) -> Vec<Change> {
         self.allowed.remove(&pid);
-        if self.requesters.remove(&pid).is_none() {
+        if !self.withdraw(pid) {
             return Vec::new();
         }
+        self.decide([pid].into(), None)
+    }
+
+    /// `pid` is no requester any more (whether it was).
+    fn withdraw(&mut self, pid: i32) -> bool {
+        if !self.forget(pid) {
+            return false;
+        }
+        self.requesters.remove(&pid);
         self.share.leave(pid);
-        self.rebalance()
+        true
     }
 
     /// Drop requesters that are gone (`alive` says false): what makes CPUs
     /// move even if an exit notification was lost.
     pub fn reconcile(&mut self, alive: impl Fn(i32) -> bool) -> Vec<Change> {
-        let gone: Vec<i32> = self.requesters.keys().copied().filter(|&pid| !alive(pid)).collect();
+        let gone: BTreeSet<i32> = self.requesters.keys().copied().filter(|&pid| !alive(pid)).collect();
         if gone.is_empty() {
             return Vec::new();
         }
-        for pid in gone {
-            self.requesters.remove(&pid);
+        for &pid in &gone {
+            self.withdraw(pid);
             self.allowed.remove(&pid);
-            self.share.leave(pid);
         }
-        self.rebalance()
+        self.decide(gone, None)
     }
 
     /// A requester runs or sleeps (the agent's view): the fast queue serves
@@ -269,7 +359,7 @@ impl NodeManager {
             return Vec::new();
         }
         self.running_on = running_on;
-        let changes = self.place(Some(chosen));
+        let changes = self.decide(BTreeSet::new(), Some(chosen));
         self.running_on.clear();
         changes
     }
@@ -283,7 +373,9 @@ impl NodeManager {
         if !changed {
             return Vec::new();
         }
-        self.rebalance()
+        // The holder of a CPU gone offline is placed again.
+        let holder = self.grid.slot_of(cpu).and_then(|(n, s)| self.grid.set_online(n, s, online));
+        self.decide(holder.into_iter().collect(), None)
     }
 
     /// The CPUs it believes online (from events, reconciled with the kernel's list).
@@ -298,13 +390,17 @@ impl NodeManager {
 
     /// Does any node hold this CPU?
     pub fn has_cpu(&self, cpu: usize) -> bool {
-        self.nodes.iter().any(|n| n.slots.contains(&cpu))
+        self.grid.slot_of(cpu).is_some()
     }
 
     /// New node layout (e.g. re-read after a CPU that was offline at start
-    /// came online). Objects that are still aligned blocks stay where they are.
+    /// came online). Objects that are still aligned blocks stay where they
+    /// are; everything is placed again.
     pub fn set_nodes(&mut self, nodes: Vec<Node>) -> Vec<Change> {
         self.nodes = nodes;
+        self.grid = Grid::new(&self.nodes, &self.online);
+        self.largest = Self::largest_object(&self.nodes, self.max_level);
+        self.sum_want = self.requesters.values().map(|r| self.want(r.req)).sum();
         let mut places = BTreeMap::new();
         for (&pid, o) in &self.objects {
             let size = o.cpus.len();
@@ -319,7 +415,7 @@ impl NodeManager {
             }
         }
         self.places = places;
-        self.rebalance()
+        self.place_full(None)
     }
 
     pub fn untagged_load(&self) -> usize {
@@ -332,301 +428,81 @@ impl NodeManager {
             return Vec::new();
         }
         self.untagged_load = n;
-        self.rebalance()
+        self.decide(BTreeSet::new(), None)
     }
 
-    fn largest_object(&self) -> usize {
-        let node_max = self.nodes.iter().map(|n| n.slots.len()).max().unwrap_or(0);
-        let mut size = 1usize << self.max_level;
-        while size > node_max {
-            size >>= 1;
-        }
-        size
-    }
-
-    /// Requesters in priority order: weight, then arrival.
-    fn by_priority(&self) -> Vec<(i32, Request)> {
-        let mut order: Vec<(i32, Request, u64)> =
-            self.requesters.iter().map(|(&pid, r)| (pid, r.req, r.seq)).collect();
-        order.sort_unstable_by_key(|&(_, req, seq)| (std::cmp::Reverse(req.weight), seq));
-        order.into_iter().map(|(pid, req, _)| (pid, req)).collect()
-    }
-
-    /// CPUs objects may be built from for `nr` requesters.
-    fn supply(&self, nr: usize) -> usize {
-        // Only CPUs some node holds can be placed: an online CPU outside
-        // every node (--node-cpus a subset) is no supply (bench Fig. 6 got
-        // 4, 4, 0 for three tasks on 8 of 10 CPUs).
-        let online = self.cpus().filter(|c| self.online.contains(c)).count();
-        let spare = online.saturating_sub(self.untagged_load);
-        // Over-provisioned: what the untagged tasks leave idle. Else every
-        // CPU: objects over busy CPUs are the right to borrow, which the
-        // virtual threads and the tax use at run time.
-        if spare >= 2 * nr {
-            spare
-        } else {
-            online
-        }
-    }
-
-    /// Pairs (fast contexts) there are for `nr` requesters: the supply's,
-    /// and no more than the aligned online pairs that can be placed.
-    fn pairs(&self, nr: usize) -> usize {
-        if self.largest_object() < 2 {
-            return 0;
-        }
-        let aligned: usize = (0..self.nodes.len())
-            .map(|n| (0..self.nodes[n].slots.len() / 2).filter(|&i| self.block_online(n, 2 * i, 2)).count())
-            .sum();
-        (self.supply(nr) / 2).min(aligned)
-    }
-
-    /// Object sizes by the rules in the module comment, in `order`'s order;
-    /// `fast`: who holds the pairs when requesters outnumber them.
-    fn targets(&self, order: &[(i32, Request)], fast: Option<&BTreeSet<i32>>) -> Vec<usize> {
-        if let Some(fast) = fast {
-            return order.iter().map(|(pid, _)| if fast.contains(pid) { 2 } else { 0 }).collect();
-        }
-        let supply = self.supply(order.len());
-        let cap = self.largest_object();
-        let want: Vec<usize> = order.iter().map(|(_, r)| (1usize << r.level.min(31)).min(cap)).collect();
-        if cap < 2 {
-            return vec![0; order.len()];
-        }
-        if want.iter().sum::<usize>() <= supply {
-            return want;
-        }
-        let mut out = vec![0; order.len()];
-        let mut left = supply;
-        for size in out.iter_mut() {
-            if left < 2 {
-                break;
-            }
-            *size = 2;
-            left -= 2;
-        }
-        for (size, &want) in out.iter_mut().zip(&want) {
-            while *size >= 2 && *size < want && left >= *size {
-                left -= *size;
-                *size *= 2;
-            }
-        }
-        out
-    }
-
-    fn block_online(&self, node: usize, start: usize, size: usize) -> bool {
-        self.nodes[node].slots[start..start + size].iter().all(|c| self.online.contains(c))
-    }
-
-    /// Recompute every object; returns the tasks whose object changed.
+    /// Recompute every object from scratch; returns the tasks whose object
+    /// changed. Events do not need it (they decide the same incrementally).
     pub fn rebalance(&mut self) -> Vec<Change> {
-        self.place(None)
+        self.place_full(None)
     }
 
-    /// `rebalance`, with the pair holders a period's start chose (`chosen`);
-    /// None: the current holders keep theirs, the fast queue fills the rest.
-    fn place(&mut self, chosen: Option<BTreeSet<i32>>) -> Vec<Change> {
-        let order = self.by_priority();
-        let n = self.pairs(order.len());
-        let fast = (order.len() > n).then(|| chosen.unwrap_or_else(|| self.share.pick(n, &self.holders())));
-        let targets = self.targets(&order, fast.as_ref());
-        // owner[node][slot]
-        let mut owner: Vec<Vec<Option<i32>>> = self.nodes.iter().map(|n| vec![None; n.slots.len()]).collect();
-        let mut placed: BTreeMap<i32, Place> = BTreeMap::new();
-        let mut pending: Vec<(i32, usize)> = Vec::new();
+    /// Off: every event recomputes everything, as `rebalance()` (the
+    /// reference the incremental path is compared with).
+    #[cfg(test)]
+    pub(crate) fn set_incremental(&mut self, on: bool) {
+        self.incremental = on;
+    }
 
-        // Keep what still fits where it is: same size, or its first half.
-        for (&(pid, _), &size) in order.iter().zip(&targets) {
-            if size < 2 {
-                continue;
-            }
-            // The half (quarter...) that holds its representative.
-            let kept = self.places.get(&pid).filter(|p| size <= p.size).map(|p| Place {
-                start: p.start + p.rep / size * size,
-                size,
-                rep: p.rep % size,
-                ..*p
-            });
-            match kept {
-                Some(keep) if self.block_online(keep.node, keep.start, size) && self.slot_allowed(pid, keep.node, keep.start + keep.rep) => {
-                    for s in keep.start..keep.start + size {
-                        owner[keep.node][s] = Some(pid);
-                    }
-                    placed.insert(pid, keep);
-                }
-                _ => pending.push((pid, size)),
-            }
+    /// Rebalance after an event: `dirty`, the requesters it touched (came,
+    /// went, changed, or held a CPU gone offline); `chosen`, the pair holders
+    /// a period's start chose.
+    fn decide(&mut self, dirty: BTreeSet<i32>, chosen: Option<BTreeSet<i32>>) -> Vec<Change> {
+        if !self.incremental {
+            return self.place_full(chosen);
         }
-
-        // Place the rest, largest first, pinned ones first within a size
-        // (fewer blocks fit them), then priority order.
-        let mut budget = 4 * (order.len() + 1);
-        while let Some(i) = (0..pending.len())
-            .max_by_key(|&i| (pending[i].1, self.allowed.contains_key(&pending[i].0), std::cmp::Reverse(i)))
-        {
-            let (pid, mut size) = pending.remove(i);
-            budget = match budget.checked_sub(1) {
-                Some(b) => b,
-                None => break,
-            };
-            loop {
-                if size < 2 {
-                    break;
-                }
-                let prefer = self.places.get(&pid).copied();
-                if let Some((node, start, rep, evict)) = self.find_block(&owner, &placed, pid, size, prefer) {
-                    for victim in evict {
-                        let vp = placed.remove(&victim).unwrap();
-                        for s in vp.start..vp.start + vp.size {
-                            owner[vp.node][s] = None;
-                        }
-                        self.nr_defrag_moves += 1;
-                        pending.push((victim, vp.size));
-                    }
-                    for s in start..start + size {
-                        owner[node][s] = Some(pid);
-                    }
-                    placed.insert(pid, Place { node, start, size, rep });
-                    break;
-                }
-                size /= 2;
-            }
-        }
-
-        self.upgrade(&order, &mut owner, &mut placed);
-
-        // Publish: what changed gets a new generation.
-        let mut changes = Vec::new();
-        let mut objects = BTreeMap::new();
-        for (&pid, p) in &placed {
-            let cpus = self.cpus_of(p);
-            let obj = match self.objects.get(&pid) {
-                Some(o) if o.cpus == cpus => o.clone(),
-                _ => {
-                    let o = Object { cpus, gen: self.next_gen };
-                    self.next_gen = self.next_gen.wrapping_add(1).max(1);
-                    changes.push(Change { pid, object: Some(o.clone()) });
-                    o
-                }
-            };
-            objects.insert(pid, obj);
-        }
-        for pid in self.objects.keys() {
-            if !objects.contains_key(pid) {
-                changes.push(Change { pid: *pid, object: None });
-            }
-        }
-        self.objects = objects;
-        self.places = placed;
+        #[cfg(debug_assertions)]
+        let reference = (self.clone(), chosen.clone());
+        let changes = self.place_incremental(dirty, chosen);
+        #[cfg(debug_assertions)]
+        self.verify(reference, &changes);
         changes
     }
 
-    /// Objects kept on slower cores move to a free block of the same size on
-    /// faster ones, in priority order (AASH: a fast context never idles
-    /// while a task that wants one runs on a slow one). The keep pass above
-    /// leaves an object where it is: a task that got the slow pair while the
-    /// fast one was still held (its holder's exit reported after the new
-    /// request) kept the slow pair with the fast one idle for good (hybrid
-    /// on 6.18). Only free blocks, only strictly faster: each object moves
-    /// up at most once per capacity step, and no one is displaced.
-    fn upgrade(&self, order: &[(i32, Request)], owner: &mut [Vec<Option<i32>>], placed: &mut BTreeMap<i32, Place>) {
-        for &(pid, _) in order {
-            let Some(p) = placed.get(&pid).copied() else { continue };
-            let cap = self.nodes[p.node].cap;
-            let to = self.nodes.iter().enumerate().filter(|(_, n)| n.cap > cap).find_map(|(n, node)| {
-                let nr = node.slots.len() / p.size * p.size;
-                (0..nr).step_by(p.size).find_map(|start| {
-                    let free = (start..start + p.size).all(|s| owner[n][s].is_none());
-                    if !free || !self.block_online(n, start, p.size) {
-                        return None;
-                    }
-                    self.rep_in(pid, n, start, p.size).map(|rep| Place { node: n, start, size: p.size, rep })
-                })
-            });
-            let Some(to) = to else { continue };
-            for s in p.start..p.start + p.size {
-                owner[p.node][s] = None;
+    /// Recompute every target, then place everyone as if nothing were placed,
+    /// starting from where they were.
+    fn place_full(&mut self, chosen: Option<BTreeSet<i32>>) -> Vec<Change> {
+        let (order, _) = self.retarget_all(chosen);
+        let before = std::mem::take(&mut self.places);
+        self.grid.clear_all();
+        // Whose object may change: who had one, who may get one, who was short.
+        let mut touched: BTreeSet<i32> = self.objects.keys().chain(before.keys()).copied().collect();
+        touched.extend(order.iter().map(|&(pid, _)| pid).chain(self.short.iter().copied()));
+        self.settle(order, touched, before)
+    }
+
+    /// Only the requesters whose object can change: those the event touched,
+    /// those whose target changed, those short of their target.
+    fn place_incremental(&mut self, dirty: BTreeSet<i32>, chosen: Option<BTreeSet<i32>>) -> Vec<Change> {
+        let changed = self.retarget(&dirty, chosen);
+        let mut touched = dirty;
+        touched.extend(changed);
+        touched.extend(self.short.iter().copied());
+        let mut before = BTreeMap::new();
+        let mut order = Vec::new();
+        for &pid in &touched {
+            if let Some(p) = self.places.remove(&pid) {
+                self.grid.clear(p.node, p.start, p.size);
+                before.insert(pid, p);
             }
-            for s in to.start..to.start + to.size {
-                owner[to.node][s] = Some(pid);
-            }
-            placed.insert(pid, to);
-        }
-    }
-
-    /// A place's CPUs, representative first, then by distance from it:
-    /// every power-of-two prefix is an aligned block.
-    fn cpus_of(&self, p: &Place) -> Vec<usize> {
-        (0..p.size).map(|i| self.nodes[p.node].slots[p.start + (p.rep ^ i)]).collect()
-    }
-
-    /// May `pid` run on the CPU at `slot` of `node`?
-    fn slot_allowed(&self, pid: i32, node: usize, slot: usize) -> bool {
-        self.allowed.get(&pid).is_none_or(|set| set.contains(&self.nodes[node].slots[slot]))
-    }
-
-    /// The representative of `pid` in the block at `start` of `node`, as an
-    /// offset: where it runs now (known at a rotation) if that is in the
-    /// block and allowed, else the block's first CPU if allowed, else None.
-    fn rep_in(&self, pid: i32, node: usize, start: usize, size: usize) -> Option<usize> {
-        let slots = &self.nodes[node].slots[start..start + size];
-        let here = self.running_on.get(&pid).and_then(|c| slots.iter().position(|s| s == c));
-        here.or(Some(0)).filter(|&r| self.slot_allowed(pid, node, start + r))
-    }
-
-    /// An aligned, online block of `size` slots with a CPU `pid` may run on
-    /// for its representative: a free one (preferring the block holding
-    /// `prefer`, or else the CPU it runs on, then the lowest), else one whose
-    /// occupants are all smaller objects, or, for a pinned `pid`, unpinned
-    /// objects of its size (they fit elsewhere; it may fit only here),
-    /// displacing as few CPUs as possible. Returns (node, start,
-    /// representative's offset, objects to move).
-    fn find_block(
-        &self,
-        owner: &[Vec<Option<i32>>],
-        placed: &BTreeMap<i32, Place>,
-        pid: i32,
-        size: usize,
-        prefer: Option<Place>,
-    ) -> Option<(usize, usize, usize, Vec<i32>)> {
-        let pinned = self.allowed.contains_key(&pid);
-        let here = self.running_on.get(&pid).copied();
-        let mut best: Option<(usize, usize, usize, usize, Vec<i32>)> = None; // (cost, node, start, rep, evict)
-        for (n, node) in self.nodes.iter().enumerate() {
-            let nr = node.slots.len() / size * size;
-            for start in (0..nr).step_by(size) {
-                if !self.block_online(n, start, size) {
-                    continue;
-                }
-                let Some(rep) = self.rep_in(pid, n, start, size) else { continue };
-                let mut evict: Vec<i32> = Vec::new();
-                let mut displaced = 0;
-                let mut ok = true;
-                for s in start..start + size {
-                    if let Some(o) = owner[n][s] {
-                        let movable = placed[&o].size < size
-                            || (pinned && placed[&o].size == size && !self.allowed.contains_key(&o));
-                        if !movable {
-                            ok = false;
-                            break;
-                        }
-                        displaced += 1;
-                        if !evict.contains(&o) {
-                            evict.push(o);
-                        }
-                    }
-                }
-                if !ok {
-                    continue;
-                }
-                let home = prefer.is_some_and(|p| p.node == n && p.start >= start && p.start < start + size);
-                let runs_here = here.is_some_and(|c| node.slots[start..start + size].contains(&c));
-                let cost = displaced * 4 + 2 * usize::from(!home) + usize::from(!runs_here);
-                if best.as_ref().is_none_or(|b| cost < b.0) {
-                    best = Some((cost, n, start, rep, evict));
-                }
+            match self.requesters.get(&pid) {
+                Some(r) if r.target >= 2 => order.push((priority(pid, r), r.target)),
+                _ => {}
             }
         }
-        best.map(|(_, n, s, r, e)| (n, s, r, e))
+        order.sort_unstable();
+        let order = order.into_iter().map(|((_, _, pid), target)| (pid, target)).collect();
+        self.settle(order, touched, before)
     }
+
+    fn priority(&self, pid: i32) -> Option<Priority> {
+        self.requesters.get(&pid).map(|r| priority(pid, r))
+    }
+}
+
+/// A requester's place in priority order: weight, then arrival.
+type Priority = (Reverse<u32>, u64, i32);
+
+fn priority(pid: i32, r: &Requester) -> Priority {
+    (Reverse(r.req.weight), r.seq, pid)
 }
