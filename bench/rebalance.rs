@@ -2,8 +2,8 @@
 //! machines with requesters of mixed levels and weights — 256 CPUs in 8
 //! nodes of 32 with 1,000 requesters, and 1,024 CPUs in 32 nodes of 32 with
 //! 4,000 — per event (one requester leaves or arrives), per full recompute
-//! (`rebalance()`, from the same state) and per accounting period's start
-//! (`rotate()`).
+//! (`rebalance()`, from the same state), per accounting period's start
+//! (`rotate()`), and per arrival before the first period.
 //!   bench/rebalance [ROUNDS]
 use chameleon::node::Node;
 use chameleon::node_manager::{NodeManager, Request};
@@ -33,11 +33,17 @@ fn run(nodes: usize, per_node: usize, requesters: i32, rounds: usize) {
     let topo: Vec<Node> =
         (0..nodes).map(|id| Node { id, slots: (id * per_node..(id + 1) * per_node).collect(), cap: 1024 }).collect();
     let mut m = NodeManager::new(topo, 0..cpus, 3);
-    // Levels 1..3, weights 1..10.
+    // Levels 1..3, weights 1..10. The second half arrives contended, before
+    // the first accounting period (the pairs in the static order).
     let mut rng = Rng(0x9e3779b97f4a7c15);
+    let mut arrivals = Vec::new();
     for pid in 0..requesters {
         let r = rng.next();
+        let t = Instant::now();
         m.request(pid, Request { level: 1 + (r % 3) as u32, weight: 1 + (r >> 8) as u32 % 10 });
+        if pid >= requesters / 2 {
+            arrivals.push(t.elapsed().as_nanos() as u64);
+        }
     }
     // The agent starts an accounting period every 30 ms while requesters
     // outnumber the pairs: this is the state it runs in.
@@ -75,7 +81,8 @@ fn run(nodes: usize, per_node: usize, requesters: i32, rounds: usize) {
         "{cpus} CPUs in {nodes} nodes, {requesters} requesters ({objects} objects on {held} CPUs), {rounds} rounds:\n  \
          per event ({} events): {}; objects changed per event p50 {} max {}\n  \
          full recompute ({} times): {}\n  \
-         period start ({} times): {}; objects changed p50 {} max {}",
+         period start ({} times): {}; objects changed p50 {} max {}\n  \
+         before the first period, per arrival ({} events): {}",
         events.len(),
         summary(&mut events),
         changed[changed.len() / 2],
@@ -86,6 +93,8 @@ fn run(nodes: usize, per_node: usize, requesters: i32, rounds: usize) {
         summary(&mut rotations),
         rotated[rotated.len() / 2],
         rotated[rotated.len() - 1],
+        arrivals.len(),
+        summary(&mut arrivals),
     );
 }
 
