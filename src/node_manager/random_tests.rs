@@ -244,3 +244,27 @@ fn the_incremental_rebalance_decides_as_the_full_recompute() {
     }
     assert_eq!((digest.0, events), DECIDED_BEFORE, "decisions differ from the node manager's before it was incremental");
 }
+
+#[test]
+fn an_audit_finds_wrong_books_and_the_full_recompute_corrects_them() {
+    let nodes = vec![Node { id: 0, slots: (0..8).collect(), cap: 1024 }];
+    let mut m = NodeManager::new(nodes, 0..8, 3);
+    for pid in 1..=6 {
+        m.request(pid, Request { level: 1, weight: 1 });
+    }
+    m.rotate();
+    let audit = m.audit();
+    assert!(audit.changes.is_empty() && audit.mismatch.is_none(), "{audit:?}");
+    // A holder's target lost: the incremental path would not see it.
+    let holder = *m.objects().keys().next().unwrap();
+    m.requesters.get_mut(&holder).unwrap().target = 0;
+    let audit = m.audit();
+    assert!(audit.mismatch.is_some_and(|d| d.contains("targets")));
+    assert!(audit.changes.is_empty(), "the objects were right: {:?}", audit.changes);
+    assert_eq!(m.check(), Ok(()));
+    // A slot's holder forgotten by the grid.
+    let p = m.places[&holder];
+    m.grid.clear(p.node, p.start, p.size);
+    assert!(m.audit().mismatch.is_some_and(|d| d.contains("grid")));
+    assert_eq!(m.check(), Ok(()));
+}
