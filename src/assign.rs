@@ -554,7 +554,7 @@ impl Assigner {
         self.last_rotate = Instant::now();
         let changes = if self.manager.contended() {
             // Where those without a pair wait: one that gains a pair around
-            // that CPU is its representative there (node_manager.rs), so
+            // that CPU is its representative there (node_manager/mod.rs), so
             // fewer tasks migrate.
             let waiting: BTreeMap<i32, usize> = self
                 .requesters
