@@ -6,29 +6,25 @@
 use crate::fast_share::Member;
 use crate::node::Node;
 use super::{Change, NodeManager, Request};
+use crate::node_manager_tests::Rng;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Deterministic pseudo-random numbers (xorshift64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
+/// Draws for scenarios, from the node manager tests' generator.
+trait Draw {
+    fn under(&mut self, n: usize) -> usize;
 
     fn one_in(&mut self, n: usize) -> bool {
-        self.below(n) == 0
+        self.under(n) == 0
     }
 
     fn pick<T: Copy>(&mut self, from: &[T]) -> T {
-        from[self.below(from.len())]
+        from[self.under(from.len())]
+    }
+}
+
+impl Draw for Rng {
+    fn under(&mut self, n: usize) -> usize {
+        self.below(n as u64) as usize
     }
 }
 
@@ -85,33 +81,33 @@ fn layout(rng: &mut Rng, cpus: usize, large: bool) -> Vec<Node> {
 /// objects up to 256.
 fn scenario(seed: u64, large: bool) -> Scenario {
     let mut rng = Rng(seed | 1);
-    let cpus = if large { 64 + rng.below(300) } else { 2 + rng.below(40) };
-    let pool = if large { 20 + rng.below(300) } else { 2 + rng.below(30) } as i32;
-    let max_level = if large { 1 + rng.below(8) } else { 1 + rng.below(4) } as u32;
+    let cpus = if large { 64 + rng.under(300) } else { 2 + rng.under(40) };
+    let pool = if large { 20 + rng.under(300) } else { 2 + rng.under(30) } as i32;
+    let max_level = if large { 1 + rng.under(8) } else { 1 + rng.under(4) } as u32;
     let nodes = layout(&mut rng, cpus, large);
     // Sometimes CPUs outside every node are online, sometimes some are not.
     let online: Vec<usize> = (0..cpus + 2).filter(|&c| if c >= cpus { rng.one_in(2) } else { !rng.one_in(6) }).collect();
     let weights = [1, 1, 1, 2, 3, 10, 1000, u32::MAX];
     let mut live: Vec<i32> = Vec::new();
-    let nr = if large { 60 + rng.below(120) } else { 50 + rng.below(250) };
+    let nr = if large { 60 + rng.under(120) } else { 50 + rng.under(250) };
     let mut events = Vec::with_capacity(nr);
     let some_pid = |rng: &mut Rng, live: &[i32]| {
         if !live.is_empty() && !rng.one_in(5) {
-            live[rng.below(live.len())]
+            live[rng.under(live.len())]
         } else {
-            1 + rng.below(pool as usize) as i32
+            1 + rng.under(pool as usize) as i32
         }
     };
     // One in four spends its first half before the first period (the
     // static order of the pairs).
     let static_until = if rng.one_in(4) { nr / 2 } else { 0 };
     for i in 0..nr {
-        let ev = match rng.below(100) {
+        let ev = match rng.under(100) {
             77..=91 if i < static_until => Event::Rebalance,
             0..=29 => {
-                let pid = if rng.one_in(3) { some_pid(&mut rng, &live) } else { 1 + rng.below(pool as usize) as i32 };
-                let req = Request { level: rng.below(if large { 9 } else { 5 }) as u32, weight: rng.pick(&weights) };
-                let member = Member { high: rng.one_in(6), group: rng.below(4) as u64 };
+                let pid = if rng.one_in(3) { some_pid(&mut rng, &live) } else { 1 + rng.under(pool as usize) as i32 };
+                let req = Request { level: rng.under(if large { 9 } else { 5 }) as u32, weight: rng.pick(&weights) };
+                let member = Member { high: rng.one_in(6), group: rng.under(4) as u64 };
                 if !live.contains(&pid) {
                     live.push(pid);
                 }
@@ -127,24 +123,24 @@ fn scenario(seed: u64, large: bool) -> Scenario {
                 live.retain(|p| !gone.contains(p));
                 Event::Reconcile(gone)
             }
-            45..=54 => Event::Online(rng.below(cpus + 2), !rng.one_in(3)),
+            45..=54 => Event::Online(rng.under(cpus + 2), !rng.one_in(3)),
             55..=62 => {
                 let pid = some_pid(&mut rng, &live);
                 let set = (!rng.one_in(3)).then(|| {
-                    let keep = 1 + rng.below(4);
-                    (0..cpus + 1).filter(|_| rng.below(5) < keep).collect()
+                    let keep = 1 + rng.under(4);
+                    (0..cpus + 1).filter(|_| rng.under(5) < keep).collect()
                 });
                 Event::Allowed(pid, set)
             }
-            63..=68 => Event::Untagged(rng.below(cpus + 2)),
+            63..=68 => Event::Untagged(rng.under(cpus + 2)),
             69..=76 => Event::Awake(some_pid(&mut rng, &live), rng.one_in(2)),
             77..=82 => Event::Rotate,
-            83..=85 => Event::RotateWith((0..4).map(|g| (g, rng.below(6))).filter(|&(_, n)| n < 3).collect()),
+            83..=85 => Event::RotateWith((0..4).map(|g| (g, rng.under(6))).filter(|&(_, n)| n < 3).collect()),
             86..=91 => Event::RotateAt(
-                (0..1 + rng.below(live.len() + 1)).map(|_| (some_pid(&mut rng, &live), rng.below(cpus + 1))).collect(),
+                (0..1 + rng.under(live.len() + 1)).map(|_| (some_pid(&mut rng, &live), rng.under(cpus + 1))).collect(),
             ),
             92..=93 => Event::Nodes(layout(&mut rng, cpus, large)),
-            94 => Event::Boost(rng.below(3)),
+            94 => Event::Boost(rng.under(3)),
             _ => Event::Rebalance,
         };
         events.push(ev);
