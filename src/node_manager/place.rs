@@ -99,9 +99,13 @@ impl NodeManager {
     /// request) kept the slow pair with the fast one idle for good (hybrid
     /// on 6.18). Only free blocks, only strictly faster: each object moves
     /// up at most once per capacity step, and no one is displaced. Objects
-    /// on the fastest cores have nowhere to go and are not looked at.
+    /// on the fastest cores have nowhere to go and are not looked at (on a
+    /// machine of one capacity, none is).
     fn upgrade(&mut self, touched: &mut BTreeSet<i32>) {
         let top = self.nodes.iter().map(|n| n.cap).max().unwrap_or(0);
+        if self.nodes.iter().all(|n| n.cap == top) {
+            return;
+        }
         let mut slow: Vec<_> = self
             .places
             .iter()
