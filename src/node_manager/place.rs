@@ -1,10 +1,11 @@
 //! Placement (the module comment's "Placement" and "Representative"): the
-//! requesters a rebalance looks at (`touched`; everyone in the full
-//! recompute) are kept where they fit, then the rest are placed largest
-//! first, displacing smaller objects when no free block fits
-//! (defragmentation); objects on slower cores move up to free faster ones;
-//! what changed is published. Requesters not touched hold their blocks in
-//! the grid throughout, as the full recompute's first pass would keep them.
+//! requesters a rebalance looks at (`touched`; in the full recompute,
+//! everyone with an object or a target) are kept where they fit, then the
+//! rest are placed largest first, displacing smaller objects when no free
+//! block fits (defragmentation); objects on slower cores move up to free
+//! faster ones; what changed is published. Requesters not touched hold
+//! their blocks in the grid throughout, as the full recompute's first pass
+//! would keep them.
 
 use super::{Change, NodeManager, Object, Place};
 use std::cmp::Reverse;
@@ -57,7 +58,8 @@ impl NodeManager {
 
     /// Place the rest, largest first, pinned ones first within a size (fewer
     /// blocks fit them), then in order (priority, then displaced ones as
-    /// they were displaced); each at most `budget` tries in all.
+    /// they were displaced), each at the largest size a block is found for;
+    /// 4 tries per requester in all, so that displacements end.
     fn place_pending(&mut self, pending: Vec<(i32, usize)>, touched: &mut BTreeSet<i32>, before: &mut BTreeMap<i32, Place>) {
         let key = |m: &Self, pid: i32, size: usize, i: usize| (Reverse(size), !m.allowed.contains_key(&pid), i, pid);
         let mut queue: BTreeSet<_> = pending.iter().enumerate().map(|(i, &(pid, size))| key(self, pid, size, i)).collect();
