@@ -23,6 +23,9 @@ use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
 pub const RECONCILE_EVERY: Duration = Duration::from_secs(1);
+/// The node manager decides incrementally; this often a full recompute
+/// checks that it still decides the same (and corrects it if not).
+pub const AUDIT_EVERY: Duration = Duration::from_secs(10);
 /// A tagged task asleep this long gives its object up until it wakes: CPUs
 /// are not reserved for a thread that does not run (§4.3.5).
 pub const SLEEP_RELEASE: Duration = Duration::from_millis(100);
@@ -61,6 +64,7 @@ pub struct Assigner {
     asleep: HashMap<i32, Instant>,
     dormant: HashSet<i32>,
     last_reconcile: Instant,
+    last_audit: Instant,
     /// Runnable-untagged samples since the last reconcile (one per agent loop).
     running_samples: Vec<usize>,
     /// A higher untagged-load estimate and how many reconciles in a row saw
@@ -166,6 +170,7 @@ impl Assigner {
             asleep: HashMap::new(),
             dormant: HashSet::new(),
             last_reconcile: Instant::now(),
+            last_audit: Instant::now(),
             running_samples: Vec::new(),
             untagged_next: None,
             status,
@@ -521,6 +526,14 @@ impl Assigner {
                 changes.extend(self.manager.set_untagged_load(n));
             }
         }
+        if self.last_audit.elapsed() >= AUDIT_EVERY {
+            self.last_audit = Instant::now();
+            let audit = self.manager.audit();
+            if let Some(m) = audit.mismatch {
+                warn!("node manager: the incremental rebalance differs from the full recompute ({m:.300}); publishing the full recompute's");
+            }
+            changes.extend(audit.changes);
+        }
         self.publish(map, changes, None);
     }
 
@@ -541,7 +554,7 @@ impl Assigner {
         self.last_rotate = Instant::now();
         let changes = if self.manager.contended() {
             // Where those without a pair wait: one that gains a pair around
-            // that CPU is its representative there (node_manager.rs), so
+            // that CPU is its representative there (node_manager/mod.rs), so
             // fewer tasks migrate.
             let waiting: BTreeMap<i32, usize> = self
                 .requesters

@@ -29,6 +29,10 @@
 //!   requester runs without one. Awake requesters rank before sleeping ones.
 //!   Before the first period nothing is held: the order is the static one
 //!   (class, weight, arrival), as the node manager had before periods.
+//! - **The queue**: everyone is kept sorted in the order a free context goes
+//!   to them (`queue()`), updated with each change of an entry, so that a
+//!   pick between period starts reads the first few instead of ranking
+//!   every requester (the node manager picks at every rebalance).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
@@ -52,6 +56,8 @@ pub struct Member {
 
 #[derive(Debug, Clone)]
 struct Entry {
+    /// Where it stands in `FastShare::queue` (as last inserted there).
+    key: Wait,
     weight: u64,
     /// Arrival order (the node manager's), the last tie-break.
     seq: u64,
@@ -71,9 +77,13 @@ impl Entry {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct FastShare {
     entries: BTreeMap<i32, Entry>,
+    /// Every entry by its `key`: the order of `pick`'s waiters.
+    queue: BTreeSet<Wait>,
+    /// Σ credit, for a newcomer's mean without a pass over everyone.
+    credit_sum: i64,
     /// Accounting periods started so far (0: none yet, nothing is held).
     period: u64,
     boost_threshold: usize,
@@ -87,7 +97,7 @@ impl Default for FastShare {
 
 impl FastShare {
     pub fn new(boost_threshold: usize) -> Self {
-        FastShare { entries: BTreeMap::new(), period: 0, boost_threshold }
+        FastShare { entries: BTreeMap::new(), queue: BTreeSet::new(), credit_sum: 0, period: 0, boost_threshold }
     }
 
     pub fn set_boost_threshold(&mut self, t: usize) {
@@ -103,17 +113,76 @@ impl FastShare {
         if let Some(e) = self.entries.get_mut(&pid) {
             e.weight = u64::from(weight.max(1));
             e.member = member;
+            self.requeue(pid);
             return;
         }
         let credit = self.mean_credit();
-        self.entries.insert(
-            pid,
-            Entry { weight: u64::from(weight.max(1)), seq, member, awake: true, boosted: false, credit, lost_at: None },
-        );
+        self.credit_sum += credit;
+        let mut e = Entry {
+            key: Wait::default(),
+            weight: u64::from(weight.max(1)),
+            seq,
+            member,
+            awake: true,
+            boosted: false,
+            credit,
+            lost_at: None,
+        };
+        e.key = wait_key(self.period, pid, &e);
+        self.queue.insert(e.key);
+        self.entries.insert(pid, e);
     }
 
     pub fn leave(&mut self, pid: i32) {
-        self.entries.remove(&pid);
+        if let Some(e) = self.entries.remove(&pid) {
+            self.queue.remove(&e.key);
+            self.credit_sum -= e.credit;
+        }
+    }
+
+    /// Put `pid` where its entry now ranks in the queue.
+    fn requeue(&mut self, pid: i32) {
+        if let Some(e) = self.entries.get_mut(&pid) {
+            self.queue.remove(&e.key);
+            e.key = wait_key(self.period, pid, e);
+            self.queue.insert(e.key);
+        }
+    }
+
+    /// The queue from the entries again, and the credit sum (after a period
+    /// start changed every entry).
+    fn rebuild_queue(&mut self) {
+        let period = self.period;
+        let mut keys = Vec::with_capacity(self.entries.len());
+        for (&pid, e) in self.entries.iter_mut() {
+            e.key = wait_key(period, pid, e);
+            keys.push(e.key);
+        }
+        // Sorted first: the set is then built in one pass.
+        keys.sort_unstable();
+        self.queue = keys.into_iter().collect();
+        self.credit_sum = self.entries.values().map(|e| e.credit).sum();
+    }
+
+    /// Everyone, in the order a context set free between period starts goes
+    /// to them (`pick`'s order for waiters; before the first period, the
+    /// static order).
+    pub fn queue(&self) -> impl Iterator<Item = i32> + '_ {
+        self.queue.iter().map(wait_pid)
+    }
+
+    /// Is the queue what the entries say (a check for tests and the node
+    /// manager's audit)?
+    pub fn check(&self) -> Result<(), String> {
+        let mut again = self.clone();
+        again.rebuild_queue();
+        if again.queue != self.queue {
+            return Err(format!("fast queue out of date: {:?} against {:?}", self.queue, again.queue));
+        }
+        if again.credit_sum != self.credit_sum {
+            return Err(format!("credit sum {} against {}", self.credit_sum, again.credit_sum));
+        }
+        Ok(())
     }
 
     /// The requester runs (or sleeps). Nothing moves now: it counts at the
@@ -121,6 +190,7 @@ impl FastShare {
     pub fn set_awake(&mut self, pid: i32, awake: bool) {
         if let Some(e) = self.entries.get_mut(&pid) {
             e.awake = awake;
+            self.requeue(pid);
         }
     }
 
@@ -137,7 +207,7 @@ impl FastShare {
         if self.entries.is_empty() {
             return 0;
         }
-        self.entries.values().map(|e| e.credit).sum::<i64>() / self.entries.len() as i64
+        self.credit_sum / self.entries.len() as i64
     }
 
     /// Sort key, best first: awake, class, credit, (held), weight, arrival.
@@ -150,21 +220,14 @@ impl FastShare {
     /// left); free contexts go to the best waiters.
     pub fn pick(&self, n: usize, holding: &BTreeSet<i32>) -> BTreeSet<i32> {
         if self.period == 0 {
-            let all = self.entries.iter().map(|(&p, e)| (Self::rank(p, e, false), p)).collect();
-            return best(all, n);
+            return self.queue().take(n).collect();
         }
         let kept = holding.iter().filter_map(|&p| self.entries.get(&p).map(|e| (Self::rank(p, e, true), p))).collect();
         let mut out = best(kept, n);
         if out.len() < n {
-            let now = Some(self.period);
-            let waiters = self
-                .entries
-                .iter()
-                .filter(|(p, _)| !out.contains(p))
-                .map(|(&p, e)| ((e.lost_at == now, Self::rank(p, e, false)), p))
-                .collect();
             let free = n - out.len();
-            out.extend(best(waiters, free));
+            let waiters: Vec<i32> = self.queue().filter(|p| !out.contains(p)).take(free).collect();
+            out.extend(waiters);
         }
         out
     }
@@ -187,6 +250,7 @@ impl FastShare {
                 e.credit = 0;
                 e.lost_at = None;
             }
+            self.rebuild_queue();
             return self.entries.keys().copied().collect();
         }
         let awake = |high: bool| -> Vec<(i32, u64)> {
@@ -195,10 +259,23 @@ impl FastShare {
         let (high, normal) = (awake(true), awake(false));
         let slots_high = n.min(high.len());
         let slots_normal = (n - slots_high).min(normal.len());
-        for (pid, c) in shares(slots_high, &high).into_iter().chain(shares(slots_normal, &normal)) {
-            self.entries.get_mut(&pid).unwrap().credit += c;
+        let mut earned: Vec<(i32, i64)> = shares(slots_high, &high).into_iter().chain(shares(slots_normal, &normal)).collect();
+        // In pid order, alongside the entries: no lookup per requester.
+        earned.sort_unstable();
+        let mut earned = earned.into_iter().peekable();
+        for (pid, e) in self.entries.iter_mut() {
+            if let Some((_, c)) = earned.next_if(|(p, _)| p == pid) {
+                e.credit += c;
+            }
         }
-        let all = self.entries.iter().map(|(&p, e)| (Self::rank(p, e, holding.contains(&p)), p)).collect();
+        let mut held = holding.iter().peekable();
+        let all = (self.entries.iter())
+            .map(|(&p, e)| {
+                // `holding` in pid order alongside: no lookup per requester.
+                while held.next_if(|&&h| h < p).is_some() {}
+                (Self::rank(p, e, held.next_if_eq(&&p).is_some()), p)
+            })
+            .collect();
         let chosen = best(all, n);
         for &pid in &chosen {
             self.entries.get_mut(&pid).unwrap().credit -= SCALE;
@@ -210,10 +287,12 @@ impl FastShare {
         }
         // Centre and bound: only differences order requesters, and a
         // newcomer (at the mean) then stands where everyone does on average.
+        self.credit_sum = self.entries.values().map(|e| e.credit).sum();
         let mean = self.mean_credit();
         for e in self.entries.values_mut() {
             e.credit = (e.credit - mean).clamp(-CREDIT_BOUND, CREDIT_BOUND);
         }
+        self.rebuild_queue();
         chosen
     }
 
@@ -235,6 +314,27 @@ impl FastShare {
 }
 
 type Rank = (bool, bool, Reverse<i64>, bool, Reverse<u64>, u64, i32);
+
+/// A waiter's place in the queue for a context set free: those that did not
+/// lose theirs at this period's start first, then by rank (a non-holder's:
+/// awake, class, credit, weight, arrival, pid), packed into integers that
+/// compare in that order (the queue is sorted again at every period start).
+type Wait = (u128, u128);
+
+fn wait_key(period: u64, pid: i32, e: &Entry) -> Wait {
+    let flags = u128::from(e.lost_at == Some(period)) << 2 | u128::from(!e.awake) << 1 | u128::from(!e.high());
+    // Descending credit and weight: their bits in an unsigned of the same
+    // order, inverted. (A weight comes from a u32.)
+    let credit = !((e.credit as u64) ^ (1 << 63));
+    let weight = !u32::try_from(e.weight).unwrap_or(u32::MAX);
+    let pid = (pid as u32) ^ (1 << 31);
+    (flags << 64 | u128::from(credit), u128::from(weight) << 96 | u128::from(e.seq) << 32 | u128::from(pid))
+}
+
+/// The pid of a queue key.
+fn wait_pid(key: &Wait) -> i32 {
+    ((key.1 as u32) ^ (1 << 31)) as i32
+}
 
 /// The `n` best by key (lowest first): a selection, not a sort, as this runs
 /// at every rebalance over every requester.

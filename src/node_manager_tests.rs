@@ -363,10 +363,10 @@ fn an_object_on_slow_cores_moves_to_the_fast_pair_when_it_frees() {
 const L1: Request = Request { level: 1, weight: 1 };
 
 /// Deterministic pseudo-random numbers (xorshift64).
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
