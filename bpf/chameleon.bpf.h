@@ -32,6 +32,7 @@ extern const volatile u64 run_id;
 extern const volatile u64 test_error_after_ns;
 extern const volatile u64 min_gran_ns;
 extern const volatile u64 lend_wait_ns;
+extern const volatile u64 wake_gran_ns;
 extern const volatile bool cpuperf_on;
 extern const volatile bool hybrid;
 extern u64 init_at;
@@ -446,6 +447,7 @@ int balance_pull(s32 cpu, u64 mine);
 bool keep_prev(s32 cpu, struct task_struct *prev, bool held) __hidden;
 bool owner_next(s32 cpu, u64 vtime) __hidden;
 bool renew(struct task_struct *p, s32 cpu) __hidden;
+bool wake_preempts(s32 cpu, u64 vtime) __hidden;
 
 /* ---- exec_object.bpf.c ---- */
 int split(s32 rep, u32 reason);

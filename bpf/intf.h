@@ -235,6 +235,7 @@ struct chameleon_cpu_stats {
 	 * exact, because migrations do not count (see count_untagged()).
 	 */
 	u64	nr_untagged;
+	u64	nr_wake_preempts; /* waking tasks queued here that preempted the running one */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));	/* no false sharing between CPUs */
 
 /*

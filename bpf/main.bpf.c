@@ -363,6 +363,16 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	/*
+	 * A waking task owed the CPU more than a granularity takes it now
+	 * (queue.bpf.c): otherwise it waits out the running task's slice.
+	 */
+	if ((enq_flags & SCX_ENQ_WAKEUP) && wake_preempts(cpu, vtime)) {
+		if (st)
+			st->nr_wake_preempts++;
+		kick_cpu(cpu, SCX_KICK_PREEMPT);
+		return;
+	}
+	/*
 	 * Wake the CPU if it idles (a pinned task, the representative), or is
 	 * about to (SCX_ENQ_LAST: the task is being put and idle picked).
 	 */

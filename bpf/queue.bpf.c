@@ -8,6 +8,9 @@
  */
 #include "chameleon.bpf.h"
 
+/* Wakeup preemption's granularity (--wake-gran-us; 0: off). */
+const volatile u64 wake_gran_ns = 1000ULL * 1000;
+
 struct cpu_run cpu_runs[CHAMELEON_MAX_CPUS];
 struct cpu_queue cpu_queues[CHAMELEON_MAX_CPUS];
 
@@ -87,6 +90,27 @@ u64 queue_vtime(s32 cpu, u64 vtime)
 	vtime = chameleon_vtime_floor(vtime, cr->vclock, slice_ns);
 	return chameleon_vtime_cap(vtime, cr->vclock, CHAMELEON_WAIT_BOUND_NS,
 				   cr->running ? cr->curr_weight : 0);
+}
+
+/*
+ * A waking task was just queued on @cpu at @vtime: does it take the CPU from
+ * the task running there (chameleon_wake_preempts())? Only on a CPU of no
+ * object (NATIVE): a representative runs its owner and a lent CPU what it
+ * serves, each by its own rules (exec_object.bpf.c, lend.bpf.c). The running
+ * task's start, vtime and weight are read as its CPU last wrote them; a stale
+ * read costs one early or late switch, never a lost task.
+ */
+bool wake_preempts(s32 cpu, u64 vtime)
+{
+	struct cpu_run *cr = cpu_run(cpu);
+
+	if (!wake_gran_ns || !READ_ONCE(cr->running) ||
+	    role_word(cpu) != CHAMELEON_ROLE_NATIVE)
+		return false;
+	return chameleon_wake_preempts(vtime, READ_ONCE(cr->curr_vtime),
+				       chameleon_time_since(bpf_ktime_get_ns(),
+							    READ_ONCE(cr->curr_started)),
+				       READ_ONCE(cr->curr_weight), wake_gran_ns);
 }
 
 /*

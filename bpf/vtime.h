@@ -87,6 +87,28 @@ static inline u64 chameleon_vtime_cap(u64 vtime, u64 clock, u64 bound_ns,
 }
 
 /*
+ * Wakeup preemption: a task waking onto a CPU whose running task is ahead of
+ * it in virtual time by more than @gran_ns of that task's run takes the CPU
+ * now, not at the end of the running task's slice. @wake_vtime is the waking
+ * task's vtime as queued (floored: at most one slice of credit), @curr_vtime
+ * the running task's when it started, @ran_ns how long it has run since, at
+ * @curr_weight. The running task keeps the CPU for @gran_ns at least, so two
+ * tasks that wake each other (a pipe) do not switch at every wake; a waker
+ * that is not owed the CPU (it ran as much) waits its turn. @gran_ns 0: never.
+ */
+static inline int chameleon_wake_preempts(u64 wake_vtime, u64 curr_vtime, u64 ran_ns,
+					  u64 curr_weight, u64 gran_ns)
+{
+	u64 now_vtime;
+
+	if (!gran_ns || ran_ns < gran_ns)
+		return 0;
+	now_vtime = curr_vtime + chameleon_vtime_charge(ran_ns, curr_weight);
+	return chameleon_vtime_before(wake_vtime + chameleon_vtime_charge(gran_ns, curr_weight),
+				      now_vtime);
+}
+
+/*
  * A task's weight with its cgroup's cpu.weight (@cg_weight, 0: none, the
  * root's tasks): its own (nice) weight scaled by cg_weight / 100 and shared
  * among the cgroup's @nr_runnable tasks, as CFS shares a group's weight

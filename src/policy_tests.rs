@@ -193,6 +193,7 @@ fn smt_class_decides_the_object_level() {
 
 extern "C" {
     fn host_vtime_cap(v: u64, clock: u64, bound: u64, curr_weight: u64) -> u64;
+    fn host_wake_preempts(wake_vtime: u64, curr_vtime: u64, ran_ns: u64, curr_weight: u64, gran_ns: u64) -> i32;
     fn host_lend_due(now: u64, since: u64, has_waiter: i32, bound: u64) -> i32;
     fn host_lend_wait_start(now: u64, since: u64, kernel_waited: u64) -> u64;
     fn host_steal_pick(i: u32, nr: u32, near: u32, start: u32) -> i32;
@@ -214,6 +215,30 @@ fn vtime_cap_bounds_the_wait_behind_a_heavier_task() {
         assert_eq!(host_vtime_cap(clock - 5, clock, 1000 * MS, 0), clock - 5);
         // Wraps like every vtime.
         assert_eq!(host_vtime_cap(5, u64::MAX - 10, 1000 * MS, 100), 5);
+    }
+}
+
+#[test]
+fn wake_preempts_only_a_task_ahead_by_more_than_the_granularity() {
+    unsafe {
+        let v = 1_000 * MS;
+        let g = MS;
+        // A sleeper floored to one slice (5 ms) of credit against a task that
+        // started at the clock and ran 2 ms: owed 7 ms > 1 ms, preempts.
+        assert_eq!(host_wake_preempts(v - 5 * MS, v, 2 * MS, 100, g), 1);
+        // The running task keeps the CPU for the granularity, owed or not.
+        assert_eq!(host_wake_preempts(v - 5 * MS, v, g - 1, 100, g), 0);
+        // A waker that ran as much as the running task waits its turn.
+        assert_eq!(host_wake_preempts(v + 2 * MS, v, 2 * MS, 100, g), 0);
+        assert_eq!(host_wake_preempts(v + MS, v, 2 * MS, 100, g), 0, "ahead by exactly the granularity");
+        // A heavy running task (nice -20) accrues vtime 86.68x slower: 2 ms
+        // of its run is 23,073 of vtime, the granularity 11,536.
+        assert_eq!(host_wake_preempts(v + 11_000, v, 2 * MS, 8668, g), 1);
+        assert_eq!(host_wake_preempts(v + 12_000, v, 2 * MS, 8668, g), 0);
+        // Granularity 0 switches it off.
+        assert_eq!(host_wake_preempts(0, v, 100 * MS, 100, 0), 0);
+        // Wraps like every vtime.
+        assert_eq!(host_wake_preempts(u64::MAX - 10 * MS, 5, 2 * MS, 100, g), 1);
     }
 }
 

@@ -41,6 +41,9 @@ pub struct Opts {
     pub stats_interval: Option<Duration>,
     /// A fused object runs at least this long before a waiter may split it.
     pub min_gran_us: u64,
+    /// A waking task preempts a running one that it trails by more than
+    /// this much of its run, and only after it ran that long (0: never).
+    pub wake_gran_us: u64,
     /// A task waiting on a lent CPU gets it back after this long, whatever
     /// the vtimes say (the lending bound).
     pub lend_wait_ms: u64,
@@ -91,6 +94,7 @@ impl Default for Opts {
             print_events: false,
             stats_interval: None,
             min_gran_us: 1000,
+            wake_gran_us: 1000,
             lend_wait_ms: 50,
             watchdog_timeout_ms: 10_000,
             tags: Vec::new(),
@@ -128,6 +132,9 @@ impl Opts {
         }
         if !(10..=1_000_000).contains(&self.min_gran_us) {
             bail!("--min-granularity-us must be between 10 and 1000000 (got {})", self.min_gran_us);
+        }
+        if self.wake_gran_us > 1_000_000 {
+            bail!("--wake-gran-us must be between 0 and 1000000 (got {})", self.wake_gran_us);
         }
         // Above 1 s a waiter would notice; the kernel's watchdog (10 s here) must never.
         if !(1..=1000).contains(&self.lend_wait_ms) {
@@ -315,6 +322,7 @@ impl<'a> Scheduler<'a> {
         rodata.nr_cpus = nr_cpus as u32;
         rodata.agent_tgid = std::process::id() as i32;
         rodata.min_gran_ns = opts.min_gran_us * 1000;
+        rodata.wake_gran_ns = opts.wake_gran_us * 1000;
         rodata.lend_wait_ns = opts.lend_wait_ms * 1_000_000;
         rodata.run_id = opts.run_id.unwrap_or(0);
         rodata.test_error_after_ns = opts.test_error_after.map_or(0, |d| d.as_nanos().max(1) as u64);

@@ -22,6 +22,9 @@ pub struct Totals {
     /// emulation's idle injection, the stopper), object kept.
     #[serde(default)]
     pub kthread_keeps: u64,
+    /// Waking tasks that took their CPU from a running task owed less.
+    #[serde(default)]
+    pub wake_preempts: u64,
 }
 
 impl Totals {
@@ -39,6 +42,7 @@ impl Totals {
             split: t.split.wrapping_add(s.nr_split),
             proxy_served: t.proxy_served.wrapping_add(s.nr_proxy_served),
             kthread_keeps: t.kthread_keeps.wrapping_add(s.nr_kthread_keeps),
+            wake_preempts: t.wake_preempts.wrapping_add(s.nr_wake_preempts),
         })
     }
 
@@ -58,6 +62,7 @@ impl Totals {
             split: self.split.wrapping_sub(earlier.split),
             proxy_served: self.proxy_served.wrapping_sub(earlier.proxy_served),
             kthread_keeps: self.kthread_keeps.wrapping_sub(earlier.kthread_keeps),
+            wake_preempts: self.wake_preempts.wrapping_sub(earlier.wake_preempts),
         }
     }
 }
@@ -66,7 +71,7 @@ impl fmt::Display for Totals {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "enq={} direct={} dispatch={} steal={} kick={} busy={}ms fuse={} partial={} denied={} split={} proxy={} kthread_kept={}",
+            "enq={} direct={} dispatch={} steal={} kick={} busy={}ms fuse={} partial={} denied={} split={} proxy={} kthread_kept={} wake_preempt={}",
             self.enqueued,
             self.direct,
             self.dispatched,
@@ -78,7 +83,8 @@ impl fmt::Display for Totals {
             self.fuse_denied,
             self.split,
             self.proxy_served,
-            self.kthread_keeps
+            self.kthread_keeps,
+            self.wake_preempts
         )
     }
 }

@@ -97,6 +97,12 @@ struct Cli {
     #[arg(long, default_value_t = 1000)]
     min_granularity_us: u64,
 
+    /// A waking task takes the CPU at once from a running task it trails by
+    /// more than this much of that task's run (and that ran this long); 0
+    /// never preempts on wakeup: the waker waits for the slice to end.
+    #[arg(long, default_value_t = 1000)]
+    wake_gran_us: u64,
+
     /// A task waiting on a lent CPU gets it back after this many milliseconds,
     /// whatever the virtual times say, and runs before it is lent again.
     #[arg(long, default_value_t = 50)]
@@ -583,6 +589,7 @@ fn run() -> Result<()> {
         print_events: cli.events,
         stats_interval: (cli.stats > 0.0).then(|| Duration::from_secs_f64(cli.stats)),
         min_gran_us: cli.min_granularity_us,
+        wake_gran_us: cli.wake_gran_us,
         lend_wait_ms: cli.lend_wait_ms,
         watchdog_timeout_ms: cli.watchdog_timeout_ms,
         tags: cli.tags,

@@ -26,6 +26,10 @@ u64 host_vthread_place(u64 vr, u64 clock) { return chameleon_vthread_place(vr, c
 u64 host_group_weight(u64 tw, u64 cw, u64 nr) { return chameleon_group_weight(tw, cw, nr); }
 u32 host_cg_shard(s32 cpu, u32 nr_cpus) { return chameleon_cg_shard(cpu, nr_cpus); }
 u64 host_vtime_cap(u64 v, u64 clock, u64 bound, u64 w) { return chameleon_vtime_cap(v, clock, bound, w); }
+int host_wake_preempts(u64 wv, u64 cv, u64 ran, u64 w, u64 gran)
+{
+	return chameleon_wake_preempts(wv, cv, ran, w, gran);
+}
 int host_lend_due(u64 now, u64 since, int has, u64 bound) { return chameleon_lend_due(now, since, has, bound); }
 u64 host_lend_wait_start(u64 now, u64 since, u64 waited) { return chameleon_lend_wait_start(now, since, waited); }
 int host_guard_skips(u64 nr_queued, s32 starved_pid, int lent) { return chameleon_guard_skips(nr_queued, starved_pid, lent); }

@@ -6,9 +6,10 @@
 # WORKLOADS: "all", or a comma-separated subset of pipe, pipe-pinned,
 # messaging, hackbench, switch, wakeup, cyclictest (a quick look at some of
 # them). SCHEDULERS from: eevdf chameleon chameleon-tags (a level-1 tag on an
-# empty cgroup: tags present but idle), the peers scx_cosmos scx_bpfland
-# scx_lavd scx_p2dq (each with its default flags) and bench/floor's
-# scx_floor scx_floor_vtime (the framework's own cost). Each round runs every
+# empty cgroup: tags present but idle), chameleon@OPTION=VALUE (one option
+# changed, for an A/B), the peers scx_cosmos scx_bpfland scx_lavd scx_p2dq
+# (each with its default flags) and bench/floor's scx_floor scx_floor_vtime
+# (the framework's own cost). Each round runs every
 # scheduler in turn (the order rotates each round), each through the same
 # workloads; every result is printed as
 #   BENCH row ROUND SCHED WORKLOAD VALUE UNIT
@@ -54,6 +55,9 @@ start_sched() {
 	eevdf) return 0 ;;
 	chameleon) start_agent ;;
 	chameleon-tags) start_agent --tag idle=level:1,tax:1 ;;
+	# chameleon@OPTION=VALUE: with one option changed, for an A/B in one
+	# boot (chameleon@wake-gran-us=0).
+	chameleon@*=*) _o=${1#chameleon@}; start_agent "--${_o%%=*}" "${_o#*=}" ;;
 	scx_*) start_peer "$1" ;;
 	*) fail "unknown scheduler $1" ;;
 	esac
