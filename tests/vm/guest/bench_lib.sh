@@ -24,12 +24,15 @@ stop_peer() {
 	wait_state disabled 30000 >/dev/null || fail "$1 did not detach"
 }
 
-# The struct_ops programs loaded now: "name run_time_ns run_cnt" per line
-# (bpftool gives the full function name from BTF where the kernel's is cut
-# at 15 characters).
+# The BPF programs loaded now, of every type (a scheduler's tracing hooks,
+# e.g. our sched_switch one on 6.19+, are part of its cost): "name
+# run_time_ns run_cnt" per line (bpftool gives the full function name from
+# BTF where the kernel's is cut at 15 characters). bpftool prints a
+# run_time_ns line only for a program that ran: each program's header resets
+# the name, so that a count is never put under the name of one before it.
 bpf_progs() {
 	bpftool prog show 2>/dev/null | awk '
-		/^[0-9]+: struct_ops/ { name = ""; for (i = 1; i <= NF; i++) if ($i == "name") name = $(i + 1) }
+		/^[0-9]+: / { name = ""; for (i = 1; i <= NF; i++) if ($i == "name") name = $(i + 1) }
 		/run_time_ns/ && name != "" { for (i = 1; i <= NF; i++) {
 			if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
 			print name, t, c; name = "" }'
