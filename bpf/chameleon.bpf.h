@@ -195,6 +195,7 @@ struct task_ctx {
 	u8	sleep_told;	/* the agent was told it sleeps: tell it the wake */
 	u8	counted;	/* in cpu_stats[].nr_untagged (count_untagged) */
 	u8	wake_idle;	/* select_cpu claimed its idle CPU, enqueue hands it over */
+	u8	wake_busy;	/* select_cpu searched and found no idle CPU: enqueue need not */
 	u32	assign_gen;	/* generation of the object vruntimes[] refer to */
 	s32	fused_rep;	/* representative + 1 it last fused on, 0 if none */
 	/*

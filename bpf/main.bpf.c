@@ -19,7 +19,8 @@
  *
  * - select_cpu: the CPU the task last ran on if idle, else the kernel's
  *   default idle search; a CPU the rule refuses is passed over for another
- *   idle one. A task that found an idle CPU is handed to it.
+ *   idle one. A task that found an idle CPU is handed to it; for one that
+ *   found none, enqueue does not search again.
  * - runnable, stopping(!runnable): a task's wake and sleep (wake.bpf.c): its
  *   tag checked, its virtual threads placed, the agent told if needed.
  * - enqueue: a task with an object goes to its representative; one whose CPU
@@ -140,6 +141,8 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 * The CPU it last ran on, if idle: its caches are warm, and it is
 	 * what the fair class picks first too. Most wakeups of a task that
 	 * sleeps and wakes often end here, without the whole idle search.
+	 * (The kernel's search alone prefers a whole idle core on SMT, and
+	 * would split a pipe's two tasks across cores.)
 	 */
 	if (may_run_on(p, prev_cpu, PLACE_NEW) && scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
 		direct(p, tctx);
@@ -162,6 +165,8 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	}
 	if (is_idle)
 		direct(p, tctx);
+	else if (tctx)
+		tctx->wake_busy = 1;
 	return cpu;
 }
 
@@ -203,7 +208,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu = scx_bpf_task_cpu(p), rep, idle = -1, kw, fast;
 	struct task_ctx *tctx = task_ctx(p);
 	struct chameleon_cpu_stats *st = stats_here();
-	bool here = true, wake_idle, movable;
+	bool here = true, wake_idle, wake_busy, movable;
 	u64 vtime;
 
 	if (!tctx || !cpu_valid(cpu)) {
@@ -212,7 +217,9 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	wake_idle = tctx->wake_idle;
+	wake_busy = tctx->wake_busy && (enq_flags & SCX_ENQ_WAKEUP);
 	tctx->wake_idle = 0;
+	tctx->wake_busy = 0;
 	movable = task_movable(p);
 	/*
 	 * A retag reaches a task that never sleeps here; a waking task had
@@ -296,6 +303,14 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	if (rep < 0 && movable && !((enq_flags & SCX_ENQ_REENQ) && kthread_holds(cpu))) {
 		if (wake_idle && here && may_run_on(p, cpu, PLACE_NEW))
 			idle = cpu;
+		else if (wake_busy && here)
+			/*
+			 * select_cpu searched a moment ago and found none: a
+			 * second search costs every such wakeup a kfunc scan.
+			 * A CPU that idled in between waits for its next
+			 * dispatch; this task for its CPU (a slice at most).
+			 */
+			idle = -1;
 		else if (here && may_run_on(p, cpu, PLACE_NEW) && scx_bpf_test_and_clear_cpu_idle(cpu))
 			idle = cpu;
 		else

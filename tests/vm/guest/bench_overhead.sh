@@ -58,6 +58,9 @@ start_sched() {
 	# chameleon@OPTION=VALUE: with one option changed, for an A/B in one
 	# boot (chameleon@wake-gran-us=0).
 	chameleon@*=*) _o=${1#chameleon@}; start_agent "--${_o%%=*}" "${_o#*=}" ;;
+	# chameleon-base: another build of the agent (bench/overhead's
+	# CHAMELEON_BASE), for an A/B of two commits in one boot.
+	chameleon-base) AGENT_BIN=scx_chameleon_base start_agent ;;
 	scx_*) start_peer "$1" ;;
 	*) fail "unknown scheduler $1" ;;
 	esac

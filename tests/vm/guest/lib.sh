@@ -79,9 +79,9 @@ start_agent() {
 	set -- --watchdog-timeout-ms "${WATCHDOG_MS:-5000}" "$@"
 	if [ -n "$START_AGENT_NICE" ]; then
 		# (busybox has renice, not nice; without -n it sets the value)
-		sh -c 'renice "$0" $$ >/dev/null && exec scx_chameleon "$@"' "$START_AGENT_NICE" "$@" >"$AGENT_LOG" 2>&1 &
+		sh -c 'renice "$0" $$ >/dev/null && exec "${AGENT_BIN:-scx_chameleon}" "$@"' "$START_AGENT_NICE" "$@" >"$AGENT_LOG" 2>&1 &
 	else
-		scx_chameleon "$@" >"$AGENT_LOG" 2>&1 &
+		"${AGENT_BIN:-scx_chameleon}" "$@" >"$AGENT_LOG" 2>&1 &
 	fi
 	AGENT_PID=$!
 	t0=$(now_ms)
