@@ -322,6 +322,19 @@ static __always_inline bool task_movable(struct task_struct *p)
 }
 
 /*
+ * The CPU @p is on, as the kernel's task_cpu() reads it (thread_info.cpu,
+ * inside the task on x86-64 and arm64): a load where scx_bpf_task_cpu()
+ * is a kfunc call, and every op asks. The kfunc where the field is not
+ * there.
+ */
+static __always_inline s32 task_cpu_of(struct task_struct *p)
+{
+	if (bpf_core_field_exists(p->thread_info.cpu))
+		return READ_ONCE(p->thread_info.cpu);
+	return scx_bpf_task_cpu(p);
+}
+
+/*
  * A task's own (leaf) cgroup. Tags follow it, not the nearest cgroup with the
  * cpu controller that the kernel passes to the cgroup ops. Plain loads
  * through the task's BTF pointer (ops run under RCU), not BPF_CORE_READ()'s
@@ -411,6 +424,7 @@ static __always_inline bool lent_cpu_runs(s32 cpu, struct task_struct *p)
 enum chameleon_place {
 	PLACE_NEW	= 0,	/* a CPU to put it on now (idle search, a move) */
 	PLACE_STAY	= 1,	/* the CPU it is queued on keeps it */
+	PLACE_PICKED	= 2,	/* PLACE_NEW, for a CPU an idle search of its cpus_ptr gave */
 };
 
 /*
@@ -419,9 +433,12 @@ enum chameleon_place {
  */
 static __always_inline bool may_run_on(struct task_struct *p, s32 cpu, u32 why)
 {
-	if (!cpu_valid(cpu) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+	if (!cpu_valid(cpu))
 		return false;
-	if (why == PLACE_NEW && (!cpu_online(cpu) || cpu_held(cpu) ||
+	/* An idle search of p->cpus_ptr gives only CPUs in it: no second test. */
+	if (why != PLACE_PICKED && !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return false;
+	if (why != PLACE_STAY && (!cpu_online(cpu) || cpu_held(cpu) ||
 				 READ_ONCE(cpu_hps[CPU_IDX(cpu)].drain)))
 		return false;
 	switch (role_kind(cpu)) {

@@ -142,9 +142,13 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 * what the fair class picks first too. Most wakeups of a task that
 	 * sleeps and wakes often end here, without the whole idle search.
 	 * (The kernel's search alone prefers a whole idle core on SMT, and
-	 * would split a pipe's two tasks across cores.)
+	 * would split a pipe's two tasks across cores.) A CPU one of our
+	 * tasks runs on is not idle: no probe there (a stale read costs the
+	 * probe, or leaves @prev_cpu to the kernel's search, which looks at
+	 * it too).
 	 */
-	if (may_run_on(p, prev_cpu, PLACE_NEW) && scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
+	if (!READ_ONCE(cpu_run(prev_cpu)->running) && may_run_on(p, prev_cpu, PLACE_NEW) &&
+	    scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
 		direct(p, tctx);
 		return prev_cpu;
 	}
@@ -155,7 +159,7 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 * owner, looks idle but is not: take another idle one. With none,
 	 * queue there; enqueue moves it where the rule allows.
 	 */
-	if (is_idle && !may_run_on(p, cpu, PLACE_NEW)) {
+	if (is_idle && !may_run_on(p, cpu, PLACE_PICKED)) {
 		s32 other = pick_idle(p);
 
 		if (other >= 0)
@@ -183,7 +187,7 @@ void BPF_STRUCT_OPS(chameleon_runnable, struct task_struct *p, u64 enq_flags)
 	if (!tctx)
 		return;
 	tag_check(p, tctx);
-	count_untagged(p, tctx, scx_bpf_task_cpu(p), true);
+	count_untagged(p, tctx, task_cpu_of(p), true);
 	cg_count(tctx, true);
 	if (!tctx->tagged)
 		return;
@@ -199,13 +203,13 @@ void BPF_STRUCT_OPS(chameleon_runnable, struct task_struct *p, u64 enq_flags)
 	 */
 	if (tctx->sleep_told) {
 		tctx->sleep_told = 0;
-		emit(CHAMELEON_EV_WAKE, scx_bpf_task_cpu(p), p, !held);
+		emit(CHAMELEON_EV_WAKE, task_cpu_of(p), p, !held);
 	}
 }
 
 void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	s32 cpu = scx_bpf_task_cpu(p), rep, idle = -1, kw, fast;
+	s32 cpu = task_cpu_of(p), rep, idle = -1, kw, fast;
 	struct task_ctx *tctx = task_ctx(p);
 	struct chameleon_cpu_stats *st = stats_here();
 	bool here = true, wake_idle, wake_busy, movable;
@@ -326,8 +330,8 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 
 	repay_resume_lag(p, tctx);
 	rebase_to(p, tctx, cpu);
+	/* scx_bpf_dsq_insert_vtime() stores it in the task; a local insert sets it first. */
 	vtime = queue_vtime(cpu, p->scx.dsq_vtime);
-	scx_bpf_task_set_dsq_vtime(p, vtime);
 	if (st)
 		st->nr_enqueued++;
 	/*
@@ -359,6 +363,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 */
 	if (rep >= 0 && local_handoff() && !(enq_flags & SCX_ENQ_REENQ) && !cpu_held(cpu) &&
 	    may_run_on(p, cpu, PLACE_STAY) && owner_next(cpu, vtime)) {
+		scx_bpf_task_set_dsq_vtime(p, vtime);
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 		return;
 	}
@@ -436,7 +441,7 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 	if (!held && steal(cpu))
 		return true;
 	/* Nothing else to run: the task that used up its slice here runs on. */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && scx_bpf_task_cpu(prev) == cpu &&
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && task_cpu_of(prev) == cpu &&
 	    may_run_on(prev, cpu, PLACE_STAY))
 		return renew(prev, cpu);
 	return false;
@@ -460,7 +465,7 @@ void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
 
 void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 {
-	s32 cpu = scx_bpf_task_cpu(p);
+	s32 cpu = task_cpu_of(p);
 	struct task_ctx *tctx = task_ctx(p);
 	struct cpu_run *cr;
 	u64 now;
@@ -490,7 +495,7 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 
 void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 {
-	s32 cpu = scx_bpf_task_cpu(p);
+	s32 cpu = task_cpu_of(p);
 	u64 now = bpf_ktime_get_ns();
 
 	if (!cpu_valid(cpu))
@@ -508,7 +513,7 @@ void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 
 void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 {
-	s32 cpu = scx_bpf_task_cpu(p), pid = p->pid;
+	s32 cpu = task_cpu_of(p), pid = p->pid;
 	struct task_ctx *tctx = task_ctx(p);
 	struct cpu_run *cr;
 	struct rep_ctx *rc;
@@ -581,7 +586,7 @@ s32 BPF_STRUCT_OPS(chameleon_init_task, struct task_struct *p,
 
 void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 {
-	s32 cpu = scx_bpf_task_cpu(p);
+	s32 cpu = task_cpu_of(p);
 	u64 cgid = task_cgroup_id(p);
 	struct task_ctx *tctx;
 	u32 level;
@@ -609,7 +614,7 @@ void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 
 void BPF_STRUCT_OPS(chameleon_disable, struct task_struct *p)
 {
-	s32 cpu = scx_bpf_task_cpu(p);
+	s32 cpu = task_cpu_of(p);
 	struct task_ctx *tctx = task_ctx(p);
 
 	if (!tctx)

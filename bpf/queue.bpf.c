@@ -247,7 +247,7 @@ bool keep_prev(s32 cpu, struct task_struct *prev, bool held)
 	struct task_ctx *tctx;
 	u64 v;
 
-	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) || scx_bpf_task_cpu(prev) != cpu ||
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) || task_cpu_of(prev) != cpu ||
 	    (held && READ_ONCE(reps[CPU_IDX(cpu)].owner) != prev->pid))
 		return false;
 	tctx = task_ctx(prev);

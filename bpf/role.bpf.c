@@ -20,7 +20,9 @@
  * in for as long as the higher class runs, and not draining (its queue is
  * unserved: the guard would move it back out, two drains in turn). The CPU a task is already
  * queued on keeps it (PLACE_STAY) while its role allows it, online or not:
- * the drains see to queues of CPUs that stopped serving them.
+ * the drains see to queues of CPUs that stopped serving them. PLACE_PICKED
+ * is PLACE_NEW for a CPU an idle search of the task's cpus_ptr gave, which
+ * is allowed by construction (one kfunc call less on every wakeup).
  *
  * The pickers: pick_idle() an idle CPU a task may run on (its idle bit
  * taken), pick_other() that or the nearest allowed CPU in topology order.
@@ -84,7 +86,7 @@ s32 pick_idle(struct task_struct *p __arg_trusted)
 		c = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 		if (c < 0)
 			break;
-		if (may_run_on(p, c, PLACE_NEW)) {
+		if (may_run_on(p, c, PLACE_PICKED)) {
 			cpu = c;
 			break;
 		}

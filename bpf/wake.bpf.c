@@ -48,7 +48,7 @@ u32 tag_level(u64 cgid)
 static void retag(struct task_struct *p, struct task_ctx *tctx, u64 cgid)
 {
 	u32 level = tag_level(cgid);
-	s32 cpu = scx_bpf_task_cpu(p);
+	s32 cpu = task_cpu_of(p);
 
 	tctx->tags_gen = tags_gen;
 	tctx->cgid = cgid;
@@ -82,7 +82,7 @@ void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx)
 		return;
 	level = tag_level(tctx->cgid);
 	if (level)
-		emit_demand(p, tctx, scx_bpf_task_cpu(p), tctx->cgid, level);
+		emit_demand(p, tctx, task_cpu_of(p), tctx->cgid, level);
 	else
 		tctx->demand_drops = READ_ONCE(nr_demand_dropped);
 }
