@@ -94,8 +94,8 @@ struct cpu_run {
 	u32	steal_start;	/* rotating start of the far steal window */
 	u32	balance_idx;	/* next CPU balance_pull() compares its queue with */
 	s32	starved_pid;	/* queued here past the wait bound: runs next (guard.bpf.c) */
-	u64	dispatched_at;	/* last ops.dispatch here, or its queue last seen empty */
-	u64	balanced_at;	/* balance_pull()'s last look */
+	u64	dispatched_j;	/* jiffies: last ops.dispatch here, or its queue seen empty */
+	u64	balanced_j;	/* jiffies: balance_pull()'s last look */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));
 
 /*
@@ -189,13 +189,26 @@ extern u32 nr_parked;						/* park */
 extern bool proxy_on;						/* exec_object */
 
 struct task_ctx {
-	u64	started_at;	/* when it last started running */
+	u64	started_at;	/* when it last started running, 0 while it does not */
+	/*
+	 * p->se.sum_exec_runtime then: a run's length is the kernel's own
+	 * account of it (update_curr() runs before ops.stopping), with no
+	 * clock read when it stops.
+	 */
+	u64	exec_at;
+	/*
+	 * Charged since p->scx.dsq_vtime was last stored: its vtime is the
+	 * sum (task_vtime()). stopping() adds here rather than store with a
+	 * kfunc call at every switch; the next store folds it in.
+	 */
+	u64	vtime_owed;
 	s32	vcpu;		/* CPU whose clock p->scx.dsq_vtime refers to */
 	u8	tagged;		/* its cgroup has a tag: it may get an object */
 	u8	sleep_told;	/* the agent was told it sleeps: tell it the wake */
 	u8	counted;	/* in cpu_stats[].nr_untagged (count_untagged) */
 	u8	wake_idle;	/* select_cpu claimed its idle CPU, enqueue hands it over */
 	u8	wake_busy;	/* select_cpu searched and found no idle CPU: enqueue need not */
+	u8	awake;		/* runnable since task_wakes(); stopping(!runnable) clears it */
 	u32	assign_gen;	/* generation of the object vruntimes[] refer to */
 	s32	fused_rep;	/* representative + 1 it last fused on, 0 if none */
 	/*
@@ -435,8 +448,13 @@ static __always_inline bool may_run_on(struct task_struct *p, s32 cpu, u32 why)
 {
 	if (!cpu_valid(cpu))
 		return false;
-	/* An idle search of p->cpus_ptr gives only CPUs in it: no second test. */
-	if (why != PLACE_PICKED && !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+	/*
+	 * An idle search of p->cpus_ptr gives only CPUs in it, and a task
+	 * allowed on every possible CPU may run on any: no kfunc call for
+	 * either (most tasks are the second).
+	 */
+	if (why != PLACE_PICKED && p->nr_cpus_allowed < nr_cpus &&
+	    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 		return false;
 	if (why != PLACE_STAY && (!cpu_online(cpu) || cpu_held(cpu) ||
 				 READ_ONCE(cpu_hps[CPU_IDX(cpu)].drain)))
@@ -450,6 +468,23 @@ static __always_inline bool may_run_on(struct task_struct *p, s32 cpu, u32 why)
 		return !task_movable(p);
 	}
 	return true;
+}
+
+/*
+ * @p's own vtime, on its CPU's clock (tctx->vcpu): as last stored, plus what
+ * it was charged since. A queued task's p->scx.dsq_vtime alone orders it in
+ * its queue: every insert into a vtime queue stores the sum and clears what
+ * is owed (task_vtime_set(), or the insert and then the clear).
+ */
+static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tctx)
+{
+	return p->scx.dsq_vtime + tctx->vtime_owed;
+}
+
+static __always_inline void task_vtime_set(struct task_struct *p, struct task_ctx *tctx, u64 v)
+{
+	scx_bpf_task_set_dsq_vtime(p, v);
+	tctx->vtime_owed = 0;
 }
 
 /* ---- main.bpf.c ---- */
@@ -576,6 +611,40 @@ void tag_check(struct task_struct *p, struct task_ctx *tctx) __hidden;
 void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx) __hidden;
 void count_untagged(struct task_struct *p, struct task_ctx *tctx, s32 cpu, bool add) __hidden;
 void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu) __hidden;
+
+/*
+ * @p becomes runnable on @cpu: the first op that places it since it joined
+ * or since stopping(!runnable) calls this (tctx->awake): select_cpu's direct
+ * insert (direct(), which ops.enqueue does not follow) or ops.enqueue. The
+ * kernel's ops.runnable would come first, but it is one more struct_ops call
+ * and task-storage lookup per wake, for what the op after it can do with the
+ * context at hand. Its tag checked, its counts, and for a tagged task its
+ * virtual threads placed or its object asked for again; one the agent was
+ * told sleeps is reported awake (asking again if its object was freed).
+ * Inlined: the ops' call chains below it are as deep as verifiers before
+ * 7.0 allow (8 frames).
+ */
+static __always_inline void task_wakes(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+{
+	struct chameleon_assignment a;
+	bool held;
+
+	tctx->awake = 1;
+	tag_check(p, tctx);
+	count_untagged(p, tctx, cpu, true);
+	cg_count(tctx, true);
+	if (!tctx->tagged)
+		return;
+	held = assignment_of(p, &a);
+	if (held)
+		place_vthreads(tctx, &a);
+	else
+		redemand_if_lost(p, tctx);
+	if (tctx->sleep_told) {
+		tctx->sleep_told = 0;
+		emit(CHAMELEON_EV_WAKE, cpu, p, !held);
+	}
+}
 u32 tag_level(u64 cgid) __hidden;
 void tag_inherit(u64 cgid, u64 parent) __hidden;
 void tag_drop(u64 cgid) __hidden;

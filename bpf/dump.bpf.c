@@ -67,10 +67,10 @@ void dump_one_cpu(s32 cpu, bool idle)
 	if (idle && !scx_bpf_dsq_nr_queued(cpu) && w == CHAMELEON_ROLE_NATIVE &&
 	    h->online && !h->drain)
 		return;
-	scx_bpf_dump("chameleon: queued=%d online=%u role=%u with=%d drain=%u dying=%u dispatched_ago=%lldus curr_pid=%d",
+	scx_bpf_dump("chameleon: queued=%d online=%u role=%u with=%d drain=%u dying=%u dispatched_ago=%lldms curr_pid=%d",
 		     scx_bpf_dsq_nr_queued(cpu), h->online, chameleon_role_kind(w),
 		     chameleon_role_with(w), h->drain, h->dying,
-		     (s64)(bpf_ktime_get_ns() - cr->dispatched_at) / 1000, cr->curr_pid);
+		     (s64)jiffies_to_ns(bpf_jiffies64() - cr->dispatched_j) / 1000000, cr->curr_pid);
 	scx_bpf_dump("\n            owner=%d nr_cpus=%u pending=0x%llx lend_wait_since=%llu released_at=%llu kthread=%u starved_pid=%d",
 		     rc->owner, rc->nr_cpus, rc->pending, cl->lend_wait_since,
 		     rl->released_at, rl->released_kthread, cr->starved_pid);

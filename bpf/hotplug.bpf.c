@@ -119,7 +119,7 @@ int hotplug_guard_cpu(u32 c, u64 now)
 	 * tasks in an idle CPU's queue the guard took for empty by its hint).
 	 */
 	if (!scx_bpf_dsq_nr_queued(c)) {
-		WRITE_ONCE(cr->dispatched_at, now);
+		WRITE_ONCE(cr->dispatched_j, bpf_jiffies64());
 		cpu_releases[CPU_IDX(c)].rt_seen_at = 0;
 		if (h->drain && !h->dying)
 			drain_done(h);
@@ -135,7 +135,7 @@ int hotplug_guard_cpu(u32 c, u64 now)
 	if (h->online && !cr->running && !cpu_lent(c))
 		kick_cpu(c, SCX_KICK_IDLE);
 	if (!cpu_lent(c) &&
-	    (chameleon_time_since(now, READ_ONCE(cr->dispatched_at)) > CHAMELEON_RESCUE_NS || away) &&
+	    (jiffies_to_ns(bpf_jiffies64() - READ_ONCE(cr->dispatched_j)) > CHAMELEON_RESCUE_NS || away) &&
 	    !h->drain) {
 		drain_start(h);
 		__sync_fetch_and_add(&nr_rescued, 1);

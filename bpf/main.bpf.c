@@ -21,8 +21,10 @@
  *   default idle search; a CPU the rule refuses is passed over for another
  *   idle one. A task that found an idle CPU is handed to it; for one that
  *   found none, enqueue does not search again.
- * - runnable, stopping(!runnable): a task's wake and sleep (wake.bpf.c): its
- *   tag checked, its virtual threads placed, the agent told if needed.
+ * - a task's wake and sleep (wake.bpf.c): its tag checked, its virtual
+ *   threads placed, the agent told if needed; the sleep in
+ *   stopping(!runnable), the wake in the first op that places it after
+ *   (select_cpu's direct insert, else enqueue), with no ops.runnable.
  * - enqueue: a task with an object goes to its representative; one whose CPU
  *   the rule refuses, elsewhere; otherwise, an idle CPU it may run on takes
  *   it now (idle handoff: into that CPU's local queue where the kernel can
@@ -112,6 +114,17 @@ static bool running_here(s32 cpu)
 	return curr->pid != 0;
 }
 
+/*
+ * select_cpu found @cpu idle for @p: hand it over (direct()), with its wake
+ * if the insert is direct (no ops.enqueue follows one).
+ */
+static __always_inline void wake_direct(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+{
+	if (tctx && !tctx->awake && local_handoff())
+		task_wakes(p, tctx, cpu);
+	direct(p, tctx);
+}
+
 s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
@@ -123,7 +136,7 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	cpu = tctx ? task_rep(p, tctx) : -1;
 	if (cpu >= 0) {
 		if (may_run_on(p, cpu, PLACE_NEW) && scx_bpf_test_and_clear_cpu_idle(cpu))
-			direct(p, tctx);
+			wake_direct(p, tctx, cpu);
 		return cpu;
 	}
 
@@ -131,7 +144,7 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (wants_fast(p, prev_cpu)) {
 		cpu = pick_idle_fast(p);
 		if (cpu >= 0) {
-			direct(p, tctx);
+			wake_direct(p, tctx, cpu);
 			__sync_fetch_and_add(&nr_fast_moves, 1);
 			return cpu;
 		}
@@ -149,7 +162,7 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 */
 	if (!READ_ONCE(cpu_run(prev_cpu)->running) && may_run_on(p, prev_cpu, PLACE_NEW) &&
 	    scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
-		direct(p, tctx);
+		wake_direct(p, tctx, prev_cpu);
 		return prev_cpu;
 	}
 
@@ -168,43 +181,10 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 			is_idle = false;
 	}
 	if (is_idle)
-		direct(p, tctx);
+		wake_direct(p, tctx, cpu);
 	else if (tctx)
 		tctx->wake_busy = 1;
 	return cpu;
-}
-
-/*
- * @p becomes runnable, whether select_cpu dispatched it directly or enqueue
- * will queue it: the place for wake bookkeeping.
- */
-void BPF_STRUCT_OPS(chameleon_runnable, struct task_struct *p, u64 enq_flags)
-{
-	struct chameleon_assignment a;
-	struct task_ctx *tctx = task_ctx(p);
-	bool held;
-
-	if (!tctx)
-		return;
-	tag_check(p, tctx);
-	count_untagged(p, tctx, task_cpu_of(p), true);
-	cg_count(tctx, true);
-	if (!tctx->tagged)
-		return;
-	held = assignment_of(p, &a);
-	if (held)
-		place_vthreads(tctx, &a);
-	else
-		redemand_if_lost(p, tctx);
-	/*
-	 * Its object may have been freed while it slept: it asks again, and
-	 * then the agent is woken for it (one it still holds is only counted
-	 * awake, at the agent's next loop).
-	 */
-	if (tctx->sleep_told) {
-		tctx->sleep_told = 0;
-		emit(CHAMELEON_EV_WAKE, task_cpu_of(p), p, !held);
-	}
 }
 
 void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
@@ -226,10 +206,12 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	tctx->wake_busy = 0;
 	movable = task_movable(p);
 	/*
-	 * A retag reaches a task that never sleeps here; a waking task had
-	 * its check in runnable() just now.
+	 * Its wake, if select_cpu did not insert it (task_wakes()); else a
+	 * re-enqueue, where a retag reaches a task that never sleeps.
 	 */
-	if (!(enq_flags & SCX_ENQ_WAKEUP)) {
+	if (!tctx->awake) {
+		task_wakes(p, tctx, cpu);
+	} else {
 		tag_check(p, tctx);
 		count_untagged(p, tctx, cpu, true);
 		cg_count(tctx, true);
@@ -287,10 +269,13 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 * insert into a local queue reschedules the CPU if it idles. Except
 	 * when the task is being put with SCX_ENQ_LAST: the CPU has picked idle
 	 * already and the insert does not undo that (7.0.13: the task waited
-	 * in its local queue until the guard's starvation bound).
+	 * in its local queue until the guard's starvation bound). The CPU's
+	 * queue is counted only if its hint says it may hold a task: a task
+	 * whose insert raced with the hint's clearing is passed once, not
+	 * lost (its CPU's dispatch counts for real).
 	 */
 	if (!movable && !(enq_flags & SCX_ENQ_REENQ) && !cpu_lent(cpu) &&
-	    !cpu_parked(cpu) && !scx_bpf_dsq_nr_queued(cpu) &&
+	    !cpu_parked(cpu) && (!queue_hint(cpu) || !scx_bpf_dsq_nr_queued(cpu)) &&
 	    !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 		if (enq_flags & SCX_ENQ_LAST)
@@ -331,7 +316,9 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	repay_resume_lag(p, tctx);
 	rebase_to(p, tctx, cpu);
 	/* scx_bpf_dsq_insert_vtime() stores it in the task; a local insert sets it first. */
-	vtime = queue_vtime(cpu, p->scx.dsq_vtime);
+	vtime = queue_vtime(cpu, task_vtime(p, tctx));
+	/* Every path below stores it: an insert into a vtime queue, or a set. */
+	tctx->vtime_owed = 0;
 	if (st)
 		st->nr_enqueued++;
 	/*
@@ -456,8 +443,12 @@ void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	/* A fuse or split waits for this CPU: time its side of the work. */
 	t0 = cpu_lend(cpu)->pending_for ? bpf_ktime_get_ns() : 0;
-	/* This queue is served (hotplug_guard rescues one that is not). */
-	WRITE_ONCE(cpu_run(cpu)->dispatched_at, t0 ?: bpf_ktime_get_ns());
+	/*
+	 * This queue is served (hotplug_guard rescues one that is not, after
+	 * CHAMELEON_RESCUE_NS): jiffies are precise enough for that and cost
+	 * a load, where a clock read is a helper call at every dispatch.
+	 */
+	WRITE_ONCE(cpu_run(cpu)->dispatched_j, bpf_jiffies64());
 	got = dispatch_cpu(cpu, prev);
 	if (t0)
 		pending_dispatched(cpu, t0, got);
@@ -468,7 +459,7 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 	s32 cpu = task_cpu_of(p);
 	struct task_ctx *tctx = task_ctx(p);
 	struct cpu_run *cr;
-	u64 now;
+	u64 now, vtime;
 
 	if (!tctx || !cpu_valid(cpu))
 		return;
@@ -478,14 +469,16 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 	repay_resume_lag(p, tctx);
 	/* A stolen task arrives with the victim CPU's clock. */
 	rebase_to(p, tctx, cpu);
-	cr->vclock = chameleon_vtime_advance(cr->vclock, p->scx.dsq_vtime);
-	cr->curr_vtime = p->scx.dsq_vtime;
+	vtime = task_vtime(p, tctx);
+	cr->vclock = chameleon_vtime_advance(cr->vclock, vtime);
+	cr->curr_vtime = vtime;
 	tctx->weight = task_weight(p, tctx);
 	cr->curr_weight = tctx->weight;
 	cr->curr_started = now;
 	cr->curr_pid = p->pid;
 	cr->running = 1;
 	tctx->started_at = now;
+	tctx->exec_at = p->se.sum_exec_runtime;
 	if (cpu_lend(cpu)->local_from)
 		pending_switched(cpu, false);
 	/* Objects: only where one is, or may be (exec_object.bpf.c). */
@@ -529,12 +522,10 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 	if (!tctx->started_at || !cpu_valid(cpu))
 		return;
 	cr = cpu_run(cpu);
-	now = bpf_ktime_get_ns();
-	delta = now - tctx->started_at;
+	delta = p->se.sum_exec_runtime - tctx->exec_at;
 	tctx->started_at = 0;
 	tctx->run_ns += delta;
-	scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime +
-				   chameleon_vtime_charge(delta, run_weight(p, tctx)));
+	tctx->vtime_owed += chameleon_vtime_charge(delta, run_weight(p, tctx));
 	cpu_stats[CPU_IDX(cpu)].busy_ns += delta;
 	cr->running = 0;
 	cr->curr_pid = 0;
@@ -551,6 +542,7 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 		 * ours splits it in running(), a higher class in
 		 * cpu_release(), and the owner itself carries on fused.
 		 */
+		now = bpf_ktime_get_ns();
 		if (!runnable)
 			split(cpu, CHAMELEON_SPLIT_SLEEP);
 		else
@@ -603,7 +595,7 @@ void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 	tctx->tags_gen = tags_gen;
 	tctx->cgid = cgid;
 	tctx->vcpu = cpu_valid(cpu) ? cpu : -1;
-	scx_bpf_task_set_dsq_vtime(p, cpu_valid(cpu) ? cpu_run(cpu)->vclock : 0);
+	task_vtime_set(p, tctx, cpu_valid(cpu) ? cpu_run(cpu)->vclock : 0);
 
 	level = tag_level(cgid);
 	if (level) {
@@ -794,7 +786,6 @@ SCX_OPS_DEFINE(chameleon_ops,
 	       .select_cpu	= (void *)chameleon_select_cpu,
 	       .enqueue		= (void *)chameleon_enqueue,
 	       .dispatch	= (void *)chameleon_dispatch,
-	       .runnable	= (void *)chameleon_runnable,
 	       .running		= (void *)chameleon_running,
 	       .stopping	= (void *)chameleon_stopping,
 	       .tick		= (void *)chameleon_tick,

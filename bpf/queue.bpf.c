@@ -45,10 +45,8 @@ struct chameleon_steal_order *steal_order(s32 cpu, u32 *nr)
  */
 void repay_resume_lag(struct task_struct *p, struct task_ctx *tctx)
 {
-	if (tctx->resume_lag) {
-		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + tctx->resume_lag);
-		tctx->resume_lag = 0;
-	}
+	tctx->vtime_owed += tctx->resume_lag;
+	tctx->resume_lag = 0;
 }
 
 /*
@@ -68,11 +66,11 @@ void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 		return;
 	}
 	if (cpu_valid(from))
-		vtime = chameleon_vtime_rebase(p->scx.dsq_vtime, cpu_run(from)->vclock,
+		vtime = chameleon_vtime_rebase(task_vtime(p, tctx), cpu_run(from)->vclock,
 					       cpu_run(cpu)->vclock);
 	else
 		vtime = cpu_run(cpu)->vclock;
-	scx_bpf_task_set_dsq_vtime(p, vtime);
+	task_vtime_set(p, tctx, vtime);
 	tctx->vcpu = cpu;
 }
 
@@ -192,7 +190,9 @@ int steal(s32 cpu)
  * queues it is for, which last as long as their CPU-bound tasks do; each
  * pull moves a task off a busy CPU, taking that CPU's runqueue lock, and at
  * every dispatch of a wakeup-heavy load (hackbench, 32 vCPUs) the pulls
- * were a third of the time spent in dispatch.
+ * were a third of the time spent in dispatch. Timed in jiffies (a load,
+ * where a clock read is a helper call at every dispatch with a queue): a
+ * slice rounded up to the tick.
  */
 int balance_pull(s32 cpu, u64 mine)
 {
@@ -200,13 +200,13 @@ int balance_pull(s32 cpu, u64 mine)
 	struct cpu_run *cr;
 	u32 nr, k;
 	s32 victim;
-	u64 now;
+	u64 now_j;
 
 	cr = cpu_run(cpu);
-	now = bpf_ktime_get_ns();
-	if (now - cr->balanced_at < slice_ns)
+	now_j = bpf_jiffies64();
+	if (jiffies_to_ns(now_j - cr->balanced_j) < slice_ns)
 		return 0;
-	cr->balanced_at = now;
+	cr->balanced_j = now_j;
 	o = steal_order(cpu, &nr);
 	if (!o || !nr)
 		return 0;
@@ -256,8 +256,9 @@ bool keep_prev(s32 cpu, struct task_struct *prev, bool held)
 	head = __COMPAT_scx_bpf_dsq_peek(cpu);
 	if (!head)
 		return false;
-	v = prev->scx.dsq_vtime +
-	    chameleon_vtime_charge(bpf_ktime_get_ns() - tctx->started_at, run_weight(prev, tctx));
+	v = task_vtime(prev, tctx) +
+	    chameleon_vtime_charge(prev->se.sum_exec_runtime - tctx->exec_at,
+				   run_weight(prev, tctx));
 	if (!chameleon_vtime_before(v, head->scx.dsq_vtime) ||
 	    jiffies_to_ns(bpf_jiffies64() - BPF_CORE_READ(head, scx.runnable_at)) >=
 	    CHAMELEON_KEEP_WAIT_NS)
@@ -305,15 +306,15 @@ bool renew(struct task_struct *p, s32 cpu)
 	if (tctx->tagged && !(owner && rc->nr_cpus >= rc->nr_requested))
 		return false;
 	if (tctx->started_at) {
-		delta = now - tctx->started_at;
+		delta = p->se.sum_exec_runtime - tctx->exec_at;
 		tctx->run_ns += delta;
 		cpu_stats[CPU_IDX(cpu)].busy_ns += delta;
-		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime +
-					   chameleon_vtime_charge(delta, run_weight(p, tctx)));
+		tctx->vtime_owed += chameleon_vtime_charge(delta, run_weight(p, tctx));
 	}
 	tctx->started_at = now;
-	cr->vclock = chameleon_vtime_advance(cr->vclock, p->scx.dsq_vtime);
-	cr->curr_vtime = p->scx.dsq_vtime;
+	tctx->exec_at = p->se.sum_exec_runtime;
+	cr->curr_vtime = task_vtime(p, tctx);
+	cr->vclock = chameleon_vtime_advance(cr->vclock, cr->curr_vtime);
 	tctx->weight = task_weight(p, tctx);
 	cr->curr_weight = tctx->weight;
 	cr->curr_started = now;

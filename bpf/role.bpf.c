@@ -164,8 +164,9 @@ void handoff(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flag
 	} else {
 		repay_resume_lag(p, tctx);
 		rebase_to(p, tctx, cpu);
-		scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, queue_vtime(cpu, p->scx.dsq_vtime),
+		scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, queue_vtime(cpu, task_vtime(p, tctx)),
 					 enq_flags);
+		tctx->vtime_owed = 0;
 		queue_hint_set(cpu);
 	}
 	kick_cpu(cpu, SCX_KICK_IDLE);

@@ -3,8 +3,10 @@
  * A task's wake and sleep, as the policy keeps account of them: its tag
  * checked (a retag tells the agent), the count of runnable untagged tasks
  * that the node manager keeps CPUs native for, and the agent told of the
- * sleep of a task that holds an object (its wake, in ops.runnable). A sleep
- * is seen in stopping(!runnable); there is no ops.quiescent (main.bpf.c).
+ * sleep of a task that holds an object, and of its wake. A sleep is seen in
+ * stopping(!runnable), a wake in the first op that places the task after it
+ * (task_wakes(), inline in chameleon.bpf.h); there is no ops.runnable or
+ * ops.quiescent (main.bpf.c).
  * The tags in force live here (map `tags`, intf.h: struct chameleon_tag).
  */
 #include "chameleon.bpf.h"
@@ -123,6 +125,7 @@ void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 {
 	s32 pid = p->pid;
 
+	tctx->awake = 0;
 	count_untagged(p, tctx, cpu, false);
 	if (!tctx->tagged || p->__state == 0 /* TASK_RUNNING: not a sleep */)
 		return;
