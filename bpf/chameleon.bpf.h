@@ -609,7 +609,7 @@ void events_wake_agent(void) __hidden;
 /* ---- wake.bpf.c ---- */
 void tag_check(struct task_struct *p, struct task_ctx *tctx) __hidden;
 void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx) __hidden;
-void count_untagged(struct task_struct *p, struct task_ctx *tctx, s32 cpu, bool add) __hidden;
+void count_untagged(struct task_struct *p, struct task_ctx *tctx, bool add) __hidden;
 void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu) __hidden;
 
 /*
@@ -631,7 +631,7 @@ static __always_inline void task_wakes(struct task_struct *p, struct task_ctx *t
 
 	tctx->awake = 1;
 	tag_check(p, tctx);
-	count_untagged(p, tctx, cpu, true);
+	count_untagged(p, tctx, true);
 	cg_count(tctx, true);
 	if (!tctx->tagged)
 		return;

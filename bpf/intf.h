@@ -229,7 +229,7 @@ struct chameleon_cpu_stats {
 	u64	nr_kthread_keeps; /* fused owner preempted by a bound kthread, object kept */
 	/*
 	 * Untagged tasks made runnable minus those that stopped being, counted
-	 * on the CPU whose runqueue held them then (under its lock). One CPU's
+	 * by the CPU that ran the op (only it writes its own). One CPU's
 	 * value means nothing, as a task may sleep elsewhere than it woke; the
 	 * sum over CPUs (wrapping) is the number of runnable untagged tasks,
 	 * exact, because migrations do not count (see count_untagged()).

@@ -213,7 +213,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		task_wakes(p, tctx, cpu);
 	} else {
 		tag_check(p, tctx);
-		count_untagged(p, tctx, cpu, true);
+		count_untagged(p, tctx, true);
 		cg_count(tctx, true);
 	}
 
@@ -615,7 +615,7 @@ void BPF_STRUCT_OPS(chameleon_disable, struct task_struct *p)
 	 * Leaving sched_ext (exit, or another class) while counted runnable:
 	 * no stopping(!runnable) follows to uncount it.
 	 */
-	count_untagged(p, tctx, cpu, false);
+	count_untagged(p, tctx, false);
 	cg_count(tctx, false);
 	if (tctx->fused_rep) {
 		struct rep_ctx *rc = rep_ctx(tctx->fused_rep - 1);

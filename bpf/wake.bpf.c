@@ -92,16 +92,19 @@ void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx)
 /*
  * Keep @p in the count of runnable untagged tasks iff it is runnable (@add),
  * untagged and not the agent. The node manager keeps that many CPUs native
- * (untagged load). Called under the runqueue lock of @p's CPU, whose counter
- * it changes, so plain increments do. Only runnable, stopping(!runnable) and
- * a tag change move the count: the kernel calls none for a migration, so a
- * task moving between CPUs is never missed, as it is by /proc/stat's
- * procs_running, which the kernel sums over the runqueues without a lock.
+ * (untagged load). The counter changed is the calling CPU's, whatever CPU
+ * @p is on: only that CPU writes it, and every op that calls this runs with
+ * interrupts off, so plain increments do (select_cpu, which counts a wake
+ * now, holds no runqueue lock: a counter of @p's CPU would lose updates).
+ * Only the sum means anything. Only a wake, stopping(!runnable), leaving
+ * sched_ext and a tag change move the count: the kernel calls none for a
+ * migration, so a task moving between CPUs is never missed, as it is by
+ * /proc/stat's procs_running, which the kernel sums without a lock.
  */
-void count_untagged(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
-			   bool add)
+void count_untagged(struct task_struct *p, struct task_ctx *tctx, bool add)
 {
 	bool want = add && !tctx->tagged && p->tgid != agent_tgid;
+	s32 cpu = bpf_get_smp_processor_id();
 
 	if (want == !!tctx->counted || !cpu_valid(cpu))
 		return;
@@ -126,7 +129,7 @@ void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 	s32 pid = p->pid;
 
 	tctx->awake = 0;
-	count_untagged(p, tctx, cpu, false);
+	count_untagged(p, tctx, false);
 	if (!tctx->tagged || p->__state == 0 /* TASK_RUNNING: not a sleep */)
 		return;
 	if (!has_assignment(pid))
