@@ -239,7 +239,10 @@ int balance_pull(s32 cpu, u64 mine)
  * turns whatever their weights. @prev runs on, with a new slice, if nothing
  * queued here is ahead of it (its vtime charged up to now) and the head has
  * not waited CHAMELEON_KEEP_WAIT_NS by the kernel's account. On a fused
- * representative (@held) only its owner is kept.
+ * representative (@held) only its owner is kept. Its run so far by the clock:
+ * p->se.sum_exec_runtime is as of the last tick here, and a wakeup preemption
+ * comes between ticks (the time since would be forgiven, and the waker kept
+ * waiting).
  */
 bool keep_prev(s32 cpu, struct task_struct *prev, bool held)
 {
@@ -257,8 +260,7 @@ bool keep_prev(s32 cpu, struct task_struct *prev, bool held)
 	if (!head)
 		return false;
 	v = task_vtime(prev, tctx) +
-	    chameleon_vtime_charge(prev->se.sum_exec_runtime - tctx->exec_at,
-				   run_weight(prev, tctx));
+	    chameleon_vtime_charge(bpf_ktime_get_ns() - tctx->started_at, run_weight(prev, tctx));
 	if (!chameleon_vtime_before(v, head->scx.dsq_vtime) ||
 	    jiffies_to_ns(bpf_jiffies64() - BPF_CORE_READ(head, scx.runnable_at)) >=
 	    CHAMELEON_KEEP_WAIT_NS)
