@@ -37,3 +37,32 @@ bpf_progs() {
 			if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
 			print name, t, c; name = "" }'
 }
+
+# start_sched NAME / stop_sched NAME: every bench's schedulers by one name.
+# eevdf (nothing loaded), chameleon, chameleon-tags (a level-1 tag on an
+# empty cgroup: tags present but idle), chameleon@OPTION=VALUE (one option
+# changed, for an A/B in one boot: chameleon@wake-gran-us=0),
+# chameleon-base (another build of the agent, the host's CHAMELEON_BASE, for
+# an A/B of two commits in one boot), and the peers scx_* (tests/vm/run
+# --with). stop_sched prints the agent's own counters over the attach as
+# "BENCH agent ..." lines.
+start_sched() {
+	case $1 in
+	eevdf) ;;
+	chameleon) start_agent ;;
+	chameleon-tags) make_cgroup idle; start_agent --tag idle=level:1,tax:1 ;;
+	chameleon@*=*) _o=${1#chameleon@}; start_agent "--${_o%%=*}" "${_o#*=}" ;;
+	chameleon-base) AGENT_BIN=scx_chameleon_base start_agent ;;
+	scx_*) start_peer "$1" ;;
+	*) fail "unknown scheduler $1" ;;
+	esac
+}
+stop_sched() {
+	case $1 in
+	eevdf) ;;
+	chameleon*)
+		stop_agent
+		sed -n 's/^summary /BENCH agent /p' "$AGENT_LOG" ;;
+	scx_*) stop_peer "$1" ;;
+	esac
+}

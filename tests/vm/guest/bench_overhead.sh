@@ -48,30 +48,6 @@ CT_HIST=${CT_HIST:-50000}
 ncpu=$(nproc)
 
 echo 0 >/proc/sys/kernel/bpf_stats_enabled || fail "no bpf_stats_enabled"
-make_cgroup idle
-
-start_sched() {
-	case $1 in
-	eevdf) return 0 ;;
-	chameleon) start_agent ;;
-	chameleon-tags) start_agent --tag idle=level:1,tax:1 ;;
-	# chameleon@OPTION=VALUE: with one option changed, for an A/B in one
-	# boot (chameleon@wake-gran-us=0).
-	chameleon@*=*) _o=${1#chameleon@}; start_agent "--${_o%%=*}" "${_o#*=}" ;;
-	# chameleon-base: another build of the agent (bench/overhead's
-	# CHAMELEON_BASE), for an A/B of two commits in one boot.
-	chameleon-base) AGENT_BIN=scx_chameleon_base start_agent ;;
-	scx_*) start_peer "$1" ;;
-	*) fail "unknown scheduler $1" ;;
-	esac
-}
-stop_sched() {
-	case $1 in
-	eevdf) ;;
-	chameleon*) stop_agent ;;
-	scx_*) stop_peer "$1" ;;
-	esac
-}
 
 
 # seconds from perf's "Total time: X [sec]" / hackbench's "Time: X"

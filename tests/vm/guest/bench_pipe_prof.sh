@@ -21,7 +21,7 @@ r=1
 while [ $r -le "$rounds" ]; do
 	echo "BENCH time $r eevdf $(pinned)"
 	for s in "$@"; do
-		case $s in chameleon) start_agent ;; *) start_peer "$s" ;; esac
+		start_sched "$s"
 		echo "BENCH time $r $s $(pinned)"
 		if [ $r = "$rounds" ]; then
 			echo 1 >/proc/sys/kernel/bpf_stats_enabled
@@ -34,7 +34,7 @@ while [ $r -le "$rounds" ]; do
 				  if (dc > 0) { printf "BENCH bpf %s %s %d %d %d %.0f\n", s, $1, dt, dc, dt / dc, dt / L; tot += dt } }
 				END { printf "BENCH bpf %s TOTAL %.0f\n", s, tot / L }' /tmp/b0 /tmp/b1
 		fi
-		case $s in chameleon) stop_agent ;; *) stop_peer "$s" ;; esac
+		stop_sched "$s"
 	done
 	r=$((r + 1))
 done

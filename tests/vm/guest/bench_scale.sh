@@ -33,24 +33,6 @@ HB_ARGS=${HB_ARGS:-"-g 4 -l 60"}
 echo "BENCH header kernel=$(uname -r) cpus=$(nproc) hackbench=[$HB_ARGS] reps=$reps"
 echo 0 >/proc/sys/kernel/bpf_stats_enabled || fail "no bpf_stats_enabled"
 
-start_sched() {
-	case $1 in
-	chameleon) start_agent ;;
-	eevdf) ;;
-	scx_*) start_peer "$1" ;;
-	*) fail "unknown scheduler $1" ;;
-	esac
-}
-stop_sched() {
-	case $1 in
-	chameleon)
-		stop_agent
-		# Its own counters over the whole attach (steals, skipped steals).
-		sed -n 's/^summary /BENCH agent /p' "$AGENT_LOG" ;;
-	eevdf) ;;
-	scx_*) stop_peer "$1" ;;
-	esac
-}
 
 
 # "IDLE TOTAL CTXT": jiffies of all CPUs from /proc/stat (idle + iowait;

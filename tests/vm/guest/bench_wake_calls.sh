@@ -55,12 +55,8 @@ census() {
 }
 
 for s in "$@"; do
-	case $s in
-	chameleon) start_agent ;;
-	chameleon-base) AGENT_BIN=scx_chameleon_base start_agent ;;
-	*) start_peer "$s" ;;
-	esac
+	start_sched "$s"
 	census "$s"
-	case $s in chameleon*) stop_agent ;; *) stop_peer "$s" ;; esac
+	stop_sched "$s"
 done
 echo "PASS $TEST"

@@ -27,12 +27,8 @@ prof() {
 
 prof eevdf
 for s in "$@"; do
-	case $s in
-	chameleon) start_agent ;;
-	chameleon-base) AGENT_BIN=scx_chameleon_base start_agent ;;
-	*) start_peer "$s" ;;
-	esac
+	start_sched "$s"
 	prof "$s"
-	case $s in chameleon*) stop_agent ;; *) stop_peer "$s" ;; esac
+	stop_sched "$s"
 done
 echo "PASS $TEST"

@@ -110,13 +110,9 @@ r=1
 while [ $r -le "$rounds" ]; do
 	traced $r eevdf
 	for s in "$@"; do
-		case $s in
-		chameleon) start_agent ;;
-		chameleon@*=*) _o=${s#chameleon@}; start_agent "--${_o%%=*}" "${_o#*=}" ;;
-		*) start_peer "$s" ;;
-		esac
+		start_sched "$s"
 		traced $r "$s"
-		case $s in chameleon*) stop_agent ;; *) stop_peer "$s" ;; esac
+		stop_sched "$s"
 	done
 	r=$((r + 1))
 done
