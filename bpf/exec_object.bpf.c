@@ -246,6 +246,7 @@ int split(s32 rep, u32 reason)
 		 * next borrower records its own waiters' start.
 		 */
 		WRITE_ONCE(cpu_lend(c)->lend_wait_since, 0);
+		WRITE_ONCE(cpu_lend(c)->lend_pinned, 0);
 		if (!role_cas(c, CHAMELEON_RE_GIVE_BACK, rep))
 			continue;
 		if (!(rc->flags & CHAMELEON_ASSIGN_KWORK))

@@ -73,6 +73,20 @@ static inline int chameleon_lend_due(u64 now, u64 wait_since, int has_waiter,
 }
 
 /*
+ * The lending bound for a lent CPU's waiters: @bound_ns (--lend-wait-ms) if
+ * one of them can run on that CPU only (@pinned), else @move_ns later. Those
+ * may run elsewhere: from the bound on, the guard moves them out at every
+ * pass (its goal is that they run, not that they run there), and the object
+ * splits for them only if no other CPU would take them for @move_ns. The
+ * other CPUs can all refuse for a moment (the emulation's idle injection
+ * takes every native CPU at once) or for good (a full machine).
+ */
+static inline u64 chameleon_lend_bound(u64 bound_ns, int pinned, u64 move_ns)
+{
+	return pinned ? bound_ns : bound_ns + move_ns;
+}
+
+/*
  * When the wait on a lent CPU began, for the lending bound: the earlier of
  * what we recorded (@wait_since, 0 if nothing) and what the kernel accounts
  * to the queue's longest waiter (@kernel_waited_ns before @now, from

@@ -214,6 +214,8 @@ static bool move_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s32 
  * count. Only the guard timer calls move_queue(), one run at a time.
  */
 u32 guard_moved;
+/* ... and whether it passed over a task that can run on that CPU only. */
+u32 guard_pinned;
 
 u32 move_queue(s32 cpu, u32 mode)
 {
@@ -222,12 +224,16 @@ u32 move_queue(s32 cpu, u32 mode)
 
 	/* A timer is no RCU section of itself; kernels before 7.0 want one here. */
 	WRITE_ONCE(guard_moved, 0);
+	WRITE_ONCE(guard_pinned, 0);
 	bpf_rcu_read_lock();
 	bpf_for_each(scx_dsq, p, cpu, 0) {
 		if (READ_ONCE(guard_moved) >= CHAMELEON_GUARD_MOVES)
 			break;
-		if (mode != MOVE_ALL && !task_movable(p))
+		if (mode != MOVE_ALL && !task_movable(p)) {
+			if (mode == MOVE_FORBIDDEN && !may_run_on(p, cpu, PLACE_STAY))
+				WRITE_ONCE(guard_pinned, 1);
 			continue;
+		}
 		if (mode == MOVE_FORBIDDEN && may_run_on(p, cpu, PLACE_STAY))
 			continue;
 		to = -1;
@@ -270,8 +276,10 @@ int guard_queue(s32 cpu, u64 now)
 		 * wait, not the old one's, which the tick would find due at
 		 * once.
 		 */
-		if (kind == CHAMELEON_ROLE_LENT && cpu_lend(cpu)->lend_wait_since)
+		if (kind == CHAMELEON_ROLE_LENT && cpu_lend(cpu)->lend_wait_since) {
 			WRITE_ONCE(cpu_lend(cpu)->lend_wait_since, 0);
+			WRITE_ONCE(cpu_lend(cpu)->lend_pinned, 0);
+		}
 		return 0;
 	}
 	if (kind == CHAMELEON_ROLE_LENT &&
@@ -281,7 +289,11 @@ int guard_queue(s32 cpu, u64 now)
 	    kind != CHAMELEON_ROLE_PARKED)
 		return 0;
 	move_queue(cpu, MOVE_FORBIDDEN);
-	if (kind == CHAMELEON_ROLE_LENT && !scx_bpf_dsq_nr_queued(cpu))
+	if (kind != CHAMELEON_ROLE_LENT)
+		return 0;
+	/* Whom the bound now waits for: a pinned waiter, or movable ones (lend_due). */
+	WRITE_ONCE(cpu_lend(cpu)->lend_pinned, READ_ONCE(guard_pinned));
+	if (!scx_bpf_dsq_nr_queued(cpu))
 		WRITE_ONCE(cpu_lend(cpu)->lend_wait_since, 0);
 	return 0;
 }
@@ -334,8 +346,8 @@ int guard_object(s32 cpu, u64 now)
 }
 
 /*
- * Every CHAMELEON_GUARD_NS, one pass over the CPUs: their queues
- * (guard_queue), their objects (guard_object), starved tasks
+ * Every CHAMELEON_GUARD_NS, a pass over the CPUs' queues (guard_queue),
+ * then one over their objects (guard_object) and starved tasks
  * (starve_check); then hotplug and unserved queues (hotplug_guard). Every
  * CHAMELEON_GUARD_IDLE_NS instead when the pass found nothing queued (ours
  * or a local queue), no CPU in a role other than NATIVE and nothing
@@ -363,8 +375,16 @@ static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 	 */
 	if (!may_kick())
 		goto out;
-	bpf_for(cpu, 0, nr_cpus) {
+	/*
+	 * Every queue first, then the objects: a representative's lending
+	 * bound (guard_object) is checked after its lent CPUs' waiters that
+	 * may run elsewhere were moved (guard_queue), whatever the CPUs'
+	 * order. In one pass a representative numbered below its lent CPUs
+	 * split for waiters the next step would have moved.
+	 */
+	bpf_for(cpu, 0, nr_cpus)
 		guard_queue(cpu, now);
+	bpf_for(cpu, 0, nr_cpus) {
 		guard_object(cpu, now);
 		starve_check(cpu, now, now_j);
 		if (scx_bpf_dsq_nr_queued(cpu) || scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) ||

@@ -219,8 +219,9 @@ int publish_pending(s32 rep, u32 pending, u64 kick_flags, u32 seq)
 /*
  * Has a waiter on one of @rc's lent CPUs waited @bound_ns (the lending
  * bound; the tick's backstop is later, so that the guard timer first moves
- * the waiters that may run elsewhere)? Those CPUs are then not lent again
- * for a slice, so that the waiter runs.
+ * the waiters that may run elsewhere), or CHAMELEON_RELEASE_NS more if none
+ * of them is pinned there (chameleon_lend_bound())? Those CPUs are then not
+ * lent again for a slice, so that the waiter runs.
  */
 int lend_due(s32 rep, u64 now, u64 bound_ns)
 {
@@ -235,7 +236,9 @@ int lend_due(s32 rep, u64 now, u64 bound_ns)
 		struct cpu_lend *cl = cpu_lend(c);
 
 		if (chameleon_lend_due(now, READ_ONCE(cl->lend_wait_since),
-				       scx_bpf_dsq_nr_queued(c) > 0, bound_ns)) {
+				       scx_bpf_dsq_nr_queued(c) > 0,
+				       chameleon_lend_bound(bound_ns, READ_ONCE(cl->lend_pinned),
+							    CHAMELEON_RELEASE_NS))) {
 			cl->lend_block_until = now + slice_ns;
 			cl->lend_owed_by = rep + 1;
 			due = 1;

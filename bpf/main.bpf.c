@@ -228,7 +228,18 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		here = false;
 		cpu = kw;
 	} else if (movable && !may_run_on(p, cpu, PLACE_STAY)) {
-		s32 other = pick_other(p, cpu);
+		/*
+		 * Off a lent CPU only to an idle one: with none, it waits
+		 * there for the CPU its object borrowed, and its vtime
+		 * against the owner's virtual thread decides when the object
+		 * splits for it (§4.3.2: the tax), the lending bound how
+		 * long it may wait. Moved to a busy CPU, it would never be
+		 * weighed against the object, and a full machine would keep
+		 * every object whatever its tax (Fig. 7: tax 1 fused as
+		 * long as tax 0.01). Off a representative or a parked CPU
+		 * to wherever the rule allows.
+		 */
+		s32 other = cpu_lent(cpu) ? pick_idle(p) : pick_other(p, cpu);
 
 		if (other >= 0) {
 			here = false;

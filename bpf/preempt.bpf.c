@@ -15,14 +15,46 @@ u64 released_at(s32 cpu)
 }
 
 /*
- * A higher class holds @cpu: the kernel said so (cpu_release, no cpu_acquire
- * yet), or an RT task is queued there. The kernel says nothing when an RT
- * task takes a CPU that was idle (no scx task ran there to be released), and
- * a task put there (a move, an idle pick) would wait as long as it runs.
+ * The only RT task on @rq is the per-CPU kthread running there (idle
+ * injection, a threaded interrupt): a hint, read without the lock.
+ */
+static bool pcpu_kthread_turn(struct rq *rq)
+{
+	struct task_struct *curr = rq->curr;
+
+	return rq->rt.rt_nr_running == 1 && curr && is_pcpu_kthread(curr) &&
+	       curr->prio < CHAMELEON_MAX_RT_PRIO;
+}
+
+/*
+ * A higher class holds @cpu, and a task put there (a move, an idle pick)
+ * would wait as long as it runs: the kernel said so (cpu_release, no
+ * cpu_acquire yet), or an RT task is queued there (the kernel says nothing
+ * when one takes a CPU that was idle: no scx task ran there to be
+ * released). Not a per-CPU kthread's turn while it is short
+ * (chameleon_kthread_holds()): the emulation's idle injection makes its CPUs
+ * slower, it does not take them away, and it takes every emulated CPU at
+ * once; counted as held, those CPUs refused the waiters a fused object's
+ * lent CPUs move out, which then split the object at the lending bound
+ * (Fig. 7, tax 0.01: 24-39 such splits a run).
  */
 bool cpu_held(s32 cpu)
 {
-	return released_at(cpu) != 0 || higher_class_waits(cpu);
+	struct cpu_release *rl;
+	struct rq *rq;
+	u64 at;
+
+	if (!cpu_valid(cpu))
+		return false;
+	rl = &cpu_releases[CPU_IDX(cpu)];
+	at = READ_ONCE(rl->released_at);
+	if (at)
+		return !chameleon_kthread_holds(at, READ_ONCE(rl->released_kthread),
+						bpf_ktime_get_ns(), CHAMELEON_RELEASE_NS);
+	if (!higher_class_waits(cpu))
+		return false;
+	rq = bpf_per_cpu_ptr(&runqueues, cpu);
+	return !rq || !pcpu_kthread_turn(rq);
 }
 
 /*

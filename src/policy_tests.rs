@@ -195,6 +195,7 @@ extern "C" {
     fn host_vtime_cap(v: u64, clock: u64, bound: u64, curr_weight: u64) -> u64;
     fn host_wake_preempts(wake_vtime: u64, curr_vtime: u64, ran_ns: u64, curr_weight: u64, gran_ns: u64) -> i32;
     fn host_lend_due(now: u64, since: u64, has_waiter: i32, bound: u64) -> i32;
+    fn host_lend_bound(bound: u64, pinned: i32, move_ns: u64) -> u64;
     fn host_lend_wait_start(now: u64, since: u64, kernel_waited: u64) -> u64;
     fn host_steal_pick(i: u32, nr: u32, near: u32, start: u32) -> i32;
     fn host_guard_skips(nr_queued: u64, starved_pid: i32, lent: i32) -> i32;
@@ -250,6 +251,21 @@ fn lending_bound_needs_a_waiter_and_the_time() {
         assert_eq!(host_lend_due(100 * MS, 51 * MS, 1, b), 0, "not yet");
         assert_eq!(host_lend_due(100 * MS, 1 * MS, 0, b), 0, "nobody waits any more");
         assert_eq!(host_lend_due(100 * MS, 0, 1, b), 0, "no wait recorded");
+    }
+}
+
+#[test]
+fn lending_bound_waits_longer_for_waiters_the_guard_may_move() {
+    unsafe {
+        let (b, mv, since, now) = (50 * MS, 50 * MS, 1_000 * MS, 1_060 * MS);
+        // A waiter pinned to the lent CPU: the bound as given.
+        assert_eq!(host_lend_bound(b, 1, mv), b);
+        assert_eq!(host_lend_due(now, since, 1, host_lend_bound(b, 1, mv)), 1);
+        // Movable waiters only: the guard moves them from the bound on; the
+        // object splits for them only if none could be moved for `mv` more.
+        assert_eq!(host_lend_bound(b, 0, mv), b + mv);
+        assert_eq!(host_lend_due(now, since, 1, host_lend_bound(b, 0, mv)), 0, "the guard moves them first");
+        assert_eq!(host_lend_due(now + 41 * MS, since, 1, host_lend_bound(b, 0, mv)), 1, "still bounded");
     }
 }
 

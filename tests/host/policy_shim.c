@@ -31,6 +31,7 @@ int host_wake_preempts(u64 wv, u64 cv, u64 ran, u64 w, u64 gran)
 	return chameleon_wake_preempts(wv, cv, ran, w, gran);
 }
 int host_lend_due(u64 now, u64 since, int has, u64 bound) { return chameleon_lend_due(now, since, has, bound); }
+u64 host_lend_bound(u64 bound, int pinned, u64 move) { return chameleon_lend_bound(bound, pinned, move); }
 u64 host_lend_wait_start(u64 now, u64 since, u64 waited) { return chameleon_lend_wait_start(now, since, waited); }
 int host_guard_skips(u64 nr_queued, s32 starved_pid, int lent) { return chameleon_guard_skips(nr_queued, starved_pid, lent); }
 int host_steal_pick(u32 i, u32 nr, u32 near, u32 start) { return chameleon_steal_pick(i, nr, near, start); }

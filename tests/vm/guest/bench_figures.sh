@@ -204,8 +204,9 @@ fig7() {
 	make_cgroup seq
 	n=$(nproc)
 	csv "binding,tax,seq_speedup,par_speedup,seq_wall_ms,par_wall_ms,base_pm,seq_fused_pct,fuses,assigns"
-	for binding in static dynamic; do
-		for tax in 100 1 0.01; do
+	# FIG7_BINDINGS / FIG7_TAXES: a subset, for a quick look or a bisect.
+	for binding in ${FIG7_BINDINGS:-static dynamic}; do
+		for tax in ${FIG7_TAXES:-100 1 0.01}; do
 			start_agent --events --emulate high --tag seq=level:2,weight:1,tax:$tax
 			base=$(baseline 0)
 			work -t $n -m $binding $((par_ms * n)) >/tmp/par.out &
