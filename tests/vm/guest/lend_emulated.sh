@@ -23,15 +23,7 @@ insmod /opt/chameleon/chameleon_proxy.ko || fail "insmod failed"
 make_cgroup seq
 start_agent --events --emulate high --tag seq=level:1,tax:0.01
 grep -q "processor proxies on" "$AGENT_LOG" || fail "the policy did not bind the module's kfuncs"
-n=0
-for i in 1 2 3 4; do
-	spin $LONG >/dev/null &
-	eval p$n=$!
-	n=$((n + 1))
-done
-usleep 300000
-spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
-a=$!
+spinners_then_seq 4
 wait_log "^assign pid=$a cpus=\[0, 1\]" 10000 "no object {0, 1} for the sequential task"
 sleep 1
 b0=$(count_split bound) f0=$(count_events fuse)

@@ -171,6 +171,20 @@ has_pair() {
 
 count_events() { grep -c "^event  *$1 " "$AGENT_LOG"; }
 
+# spinners_then_seq N: N untagged spinners allowed on every CPU ($p0 ..), and
+# once they run, a spinner in cgroup seq ($a): an object under movable load.
+spinners_then_seq() {
+	n=0
+	while [ $n -lt "$1" ]; do
+		spin $LONG >/dev/null &
+		eval p$n=$!
+		n=$((n + 1))
+	done
+	usleep 300000
+	spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
+	a=$!
+}
+
 # wait_log PATTERN TIMEOUT_MS WHAT: until the agent log has a line matching PATTERN.
 wait_log() {
 	t0=$(now_ms)

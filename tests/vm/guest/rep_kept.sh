@@ -26,15 +26,7 @@ count_split() { grep -cE "^event +split .*reason=$1" "$AGENT_LOG"; }
 
 make_cgroup seq
 start_agent --events --tag seq=level:1,tax:0.01
-n=0
-for i in 1 2 3 4; do
-	spin $LONG >/dev/null &
-	eval p$n=$!
-	n=$((n + 1))
-done
-usleep 300000
-spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
-a=$!
+spinners_then_seq 4
 wait_log "untagged load=[4-9]" 10000 "the agent never saw the 4 spinners as untagged load"
 sleep 1
 grep -q "^assign pid=$a cpus=\[0, 1\]" "$AGENT_LOG" || fail "no object for the sequential task"
