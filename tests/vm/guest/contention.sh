@@ -16,15 +16,7 @@ make_cgroup seq
 res=
 for tax in 0.01 1 100; do
 	start_agent --tag seq=level:1,tax:$tax
-	n=0
-	for c in 1 2 3 3; do
-		spin -c $c $LONG >/dev/null &
-		eval p$n=$!
-		n=$((n + 1))
-	done
-	usleep 300000
-	spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
-	a=$!
+	spinners_then_seq 4 1 2 3 3
 	# The agent counts the untagged load once a second (3 in a row before it
 	# takes CPUs from objects): past that, the object must still be there.
 	wait_log "untagged load=[4-9]" 10000 "tax $tax: the agent never saw the 4 spinners as untagged load"

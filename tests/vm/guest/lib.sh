@@ -171,12 +171,20 @@ has_pair() {
 
 count_events() { grep -c "^event  *$1 " "$AGENT_LOG"; }
 
-# spinners_then_seq N: N untagged spinners allowed on every CPU ($p0 ..), and
-# once they run, a spinner in cgroup seq ($a): an object under movable load.
+# spinners_then_seq N [CPU...]: N untagged spinners ($p0 ..), allowed on
+# every CPU, or the k-th pinned to the k-th CPU given; once they run, a
+# spinner in cgroup seq ($a): an object under load.
 spinners_then_seq() {
+	_ns=$1
+	shift
 	n=0
-	while [ $n -lt "$1" ]; do
-		spin $LONG >/dev/null &
+	while [ $n -lt "$_ns" ]; do
+		if [ $# -gt 0 ]; then
+			spin -c "$1" $LONG >/dev/null &
+			shift
+		else
+			spin $LONG >/dev/null &
+		fi
 		eval p$n=$!
 		n=$((n + 1))
 	done
