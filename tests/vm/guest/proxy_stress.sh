@@ -82,26 +82,35 @@ a=$!
 until_ok 30000 "CPU 1 never lent to 0" sh -c "proxy_ctl stats | grep -q '^cpu=1 proxied_by=0 '"
 until_ok 30000 "IRQ $irq not moved off lent CPU 1" irq_at 0
 # Put it back on the lent CPU by hand, as an administrator may, and count
-# over one lend: a split in the window (the module moves the IRQ again at
-# the next lend) makes it count another lend, so the window is taken again.
-# The module's counter is read outside /proc/interrupts' on both ends, so
-# that every interrupt the latter counts is inside the former's window.
-try=0
-while :; do
+# over windows of 50 lines in which CPU 1 stayed lent: a split in a window
+# (a waiter the vtime rule lets in, §4.3.2; the module moves the IRQ again at
+# the next lend) makes it count another lend, so that window is not counted.
+# Counted windows add up until the IRQ fired on CPU 1 in them. The module's
+# counter is read outside /proc/interrupts' on both ends, so that every
+# interrupt the latter counts is inside the former's window.
+try=0 k=0 m=0 clean=0
+while [ $k = 0 ]; do
 	try=$((try + 1))
-	[ $try -le 5 ] || fail "CPU 1 re-lent during each of 5 windows of 100 lines: the count never covered one lend"
-	echo 1 >/proc/irq/$irq/smp_affinity_list
-	until_ok 30000 "IRQ $irq not effective on CPU 1 while lent" sh -c "echo \"   .\"; [ \"\$(cat /proc/irq/$irq/effective_affinity_list)\" = 1 ]"
+	[ $try -le 20 ] || fail "IRQ $irq never fired on CPU 1 in 20 windows of 50 lines ($clean with CPU 1 lent throughout)"
+	# Written again while it reads otherwise: a lend or reclaim before the
+	# next interrupt applied it lets the module's reconciliation take the
+	# IRQ off lent CPU 1 again (the administrator's mask equals the saved
+	# original, which stays the module's to move).
+	until_ok 30000 "IRQ $irq not effective on CPU 1 while lent" sh -c "
+		[ \"\$(cat /proc/irq/$irq/smp_affinity_list)\" = 1 ] || echo 1 >/proc/irq/$irq/smp_affinity_list
+		echo \"   .\"; [ \"\$(cat /proc/irq/$irq/effective_affinity_list)\" = 1 ]"
 	l0=$(stat_of lends) m0=$(lent_irqs 1) k0=$(irq_on 1)
 	i=0
-	while [ $i -lt 100 ]; do echo "   line $i to ttyS0 while CPU 1 is lent"; i=$((i + 1)); done
+	while [ $i -lt 50 ]; do echo "   line $i to ttyS0 while CPU 1 is lent"; i=$((i + 1)); done
 	k1=$(irq_on 1) m1=$(lent_irqs 1) l1=$(stat_of lends)
-	[ "$l1" = "$l0" ] && proxy_ctl stats | grep -q '^cpu=1 proxied_by=0 ' && break
-	ok "window $try: $(( l1 - l0 )) lends began during it, again"
+	if [ "$l1" != "$l0" ] || ! proxy_ctl stats | grep -q '^cpu=1 proxied_by=0 '; then
+		ok "window $try: $(( l1 - l0 )) lends began during it, not counted"
+		continue
+	fi
+	clean=$((clean + 1)) k=$(( k + k1 - k0 )) m=$(( m + m1 - m0 ))
 done
-[ $(( k1 - k0 )) -gt 0 ] || fail "IRQ $irq did not fire on CPU 1 ($k0 -> $k1)"
-[ $(( m1 - m0 )) -ge $(( k1 - k0 )) ] || fail "module counted $(( m1 - m0 )) IRQs on lent CPU 1, /proc/interrupts shows $(( k1 - k0 )) of IRQ $irq"
-ok "IRQ $irq fired $(( k1 - k0 )) times on lent CPU 1 (/proc/interrupts); the module counted $(( m1 - m0 )) device IRQs there"
+[ $m -ge $k ] || fail "module counted $m IRQs on lent CPU 1, /proc/interrupts shows $k of IRQ $irq ($clean windows)"
+ok "IRQ $irq fired $k times on lent CPU 1 (/proc/interrupts) in $clean windows; the module counted $m device IRQs there"
 
 # An object of every CPU (level 2 on 4 CPUs): the module's deferred work
 # must still run while it is fused, on the representative (a kthread bound
