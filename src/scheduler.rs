@@ -15,7 +15,7 @@ use crate::status::Status;
 use crate::stats::Totals;
 use crate::signals::{Doorbell, Shutdown};
 use crate::tag::{self, Tag};
-use crate::tag_apply::{apply_and_announce, TagInputs};
+use crate::tag_apply::{apply_and_announce, TagInputs, TagsGen};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBufferBuilder};
 use std::cell::RefCell;
@@ -23,6 +23,7 @@ use std::rc::Rc;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
 use std::mem::MaybeUninit;
 use std::os::fd::AsRawFd;
+use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 
@@ -477,7 +478,10 @@ impl<'a> Scheduler<'a> {
         let assign = &mut self.assign;
         let inputs = &mut self.inputs;
         // BPF reads tags_gen at every enqueue; only this loop writes it.
-        let tags_gen: *mut u64 = &mut self.skel.maps.bss_data.as_mut().expect(".bss is mapped").tags_gen;
+        let word = NonNull::from(&mut self.skel.maps.bss_data.as_mut().expect(".bss is mapped").tags_gen);
+        // SAFETY: the .bss stays mapped while self.skel lives, which outlives
+        // this loop, and nothing else in the agent writes tags_gen.
+        let tags_gen = unsafe { TagsGen::new(word) };
         let control = &self.control;
         let proxy = &self.proxy;
         let park_prog = &self.skel.progs.chameleon_park;

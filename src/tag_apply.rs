@@ -13,7 +13,9 @@ use crate::tag_store::Entry;
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use std::collections::{HashMap, HashSet};
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
 use tracing::{info, warn};
 
 /// An explicit "no tag" (level 0) for a cgroup whose stored tag is damaged,
@@ -133,21 +135,45 @@ pub fn apply(map: &dyn MapCore, inputs: &mut TagInputs) -> Result<Applied> {
     Ok(Applied { tags, entries, changed })
 }
 
-/// `apply`, then, if anything changed, tell the node manager and the tasks
-/// (BPF compares each task's tags_gen with this one at every enqueue).
+/// The policy's `tags_gen` (.bss), which every task compares with its own
+/// copy when it is enqueued: bumped after the tags map changed. A handle the
+/// agent's loop holds for as long as the skeleton is loaded; only that loop
+/// writes the word, BPF only reads it.
+#[derive(Clone, Copy)]
+pub struct TagsGen<'a> {
+    word: NonNull<u64>,
+    _skel: PhantomData<&'a mut u64>,
+}
+
+impl<'a> TagsGen<'a> {
+    /// # Safety
+    /// `word` must stay valid for writes for `'a` (the mmapped .bss of a
+    /// loaded skeleton), and nothing else may write it meanwhile.
+    pub unsafe fn new(word: NonNull<u64>) -> Self {
+        Self { word, _skel: PhantomData }
+    }
+
+    /// Tell the tasks that the tags changed (BPF reads the word at any time:
+    /// volatile, never cached in a register).
+    pub fn bump(self) {
+        // SAFETY: valid for writes and written only through this handle (new()).
+        unsafe { self.word.write_volatile(self.word.read_volatile().wrapping_add(1)) };
+    }
+}
+
+/// `apply`, then, if anything changed, tell the node manager and the tasks.
 pub fn apply_and_announce(
     map: &dyn MapCore,
     inputs: &mut TagInputs,
     assign: &mut crate::assign::Assigner,
-    tags_gen: *mut u64,
+    tags_gen: TagsGen,
 ) -> Result<Applied> {
     let applied = apply(map, inputs)?;
     if applied.changed || &applied.tags != assign.tags() {
         assign.set_tags(applied.tags.clone());
     }
     if applied.changed {
-        // SAFETY: tags_gen points into the mmapped .bss, which lives as long as the skeleton.
-        unsafe { tags_gen.write_volatile(tags_gen.read_volatile().wrapping_add(1)) };
+        tags_gen.bump();
     }
     Ok(applied)
 }
@@ -159,7 +185,7 @@ pub fn reload_and_apply(
     map: &dyn MapCore,
     inputs: &mut TagInputs,
     assign: &mut crate::assign::Assigner,
-    tags_gen: *mut u64,
+    tags_gen: TagsGen,
 ) -> Result<String> {
     let detail = match inputs.reload_rules() {
         Ok(d) => d,
