@@ -1,8 +1,8 @@
 //! The processes in one cgroup, as rules see them (`match.comm`,
-//! `match.uid`): the name and effective uid of each process listed in its
-//! `cgroup.procs`. Read only while some rule asks for them (a /proc read per
-//! process, once a second). A process that exits while it is read is left
-//! out: it is no longer in the cgroup.
+//! `match.uid`, which every one of them must match): the name and effective
+//! uid of each process listed in its `cgroup.procs`. Read only while some
+//! rule asks for them (a /proc read per process, once a second). A process
+//! that exits while it is read is left out: it is no longer in the cgroup.
 
 use std::path::Path;
 
@@ -18,10 +18,10 @@ pub fn read(cgroup: &Path) -> (Vec<String>, Vec<u32>) {
         else {
             continue;
         };
+        // Both or neither: rules read "every process" off the two lists.
+        let Some(uid) = effective_uid(&status) else { continue };
         comms.push(comm.trim_end_matches('\n').to_string());
-        if let Some(uid) = effective_uid(&status) {
-            uids.push(uid);
-        }
+        uids.push(uid);
     }
     comms.sort();
     comms.dedup();

@@ -12,6 +12,12 @@
 //! tax = 1.5
 //! ```
 //!
+//! A rule by process (`match.comm`, `match.uid`) holds for a cgroup only when
+//! every process in it matches: one process that joins a cgroup, or renames
+//! itself into a rule's comm, tags nobody else. A comm is the task's own to
+//! choose (prctl PR_SET_NAME), so `match.comm` needs an anchor no process can
+//! forge: `match.uid`, or a path key naming cgroups only root populates.
+//!
 //! Everything here is pure: parsing, validation and matching over [`Facts`]
 //! (a cgroup's path and its processes' comms and uids), so the host tests
 //! need no cgroupfs. Values go through `tag::Props::set`, so a rule accepts
@@ -89,9 +95,11 @@ struct RawMatch {
 pub struct Facts {
     /// Relative to the cgroup mount, with a leading slash: "/system.slice/x.service".
     pub path: String,
-    /// The names (comm) of the processes in the cgroup itself.
+    /// The names (comm) of the processes in the cgroup itself, each once.
     pub comms: Vec<String>,
-    /// Their effective uids.
+    /// Their effective uids, each once. A process counts in both or neither
+    /// (cgroup_procs::read), so "every comm matches and every uid is U" is
+    /// "every process matches both".
     pub uids: Vec<u32>,
 }
 
@@ -131,9 +139,12 @@ pub struct Match {
     /// A path component (any, not only the last) matching this glob.
     pub unit: Option<Pattern>,
     pub slice: Option<Pattern>,
-    /// A process in the cgroup whose comm matches this glob.
+    /// Every process in the cgroup has a comm matching this glob. Never
+    /// alone (RuleSet::parse): a process may take any comm (prctl
+    /// PR_SET_NAME), but not another uid, nor a place in a cgroup only
+    /// root may write.
     pub comm: Option<Pattern>,
-    /// A process in the cgroup running as this (effective) uid.
+    /// Every process in the cgroup runs as this (effective) uid.
     pub uid: Option<u32>,
 }
 
@@ -145,8 +156,8 @@ impl Match {
             && self.cgroup_regex.as_ref().is_none_or(|r| r.is_match(&f.path))
             && self.unit.as_ref().is_none_or(component)
             && self.slice.as_ref().is_none_or(component)
-            && self.comm.as_ref().is_none_or(|p| f.comms.iter().any(|c| p.is_match(c)))
-            && self.uid.is_none_or(|u| f.uids.contains(&u))
+            && self.comm.as_ref().is_none_or(|p| !f.comms.is_empty() && f.comms.iter().all(|c| p.is_match(c)))
+            && self.uid.is_none_or(|u| !f.uids.is_empty() && f.uids.iter().all(|&x| x == u))
     }
 
     /// Whether matching needs the cgroup's processes (reading them costs a
@@ -155,13 +166,16 @@ impl Match {
         self.comm.is_some() || self.uid.is_some()
     }
 
+    fn has_path(&self) -> bool {
+        self.cgroup.is_some()
+            || self.cgroup_prefix.is_some()
+            || self.cgroup_regex.is_some()
+            || self.unit.is_some()
+            || self.slice.is_some()
+    }
+
     fn is_empty(&self) -> bool {
-        !self.needs_procs()
-            && self.cgroup.is_none()
-            && self.cgroup_prefix.is_none()
-            && self.cgroup_regex.is_none()
-            && self.unit.is_none()
-            && self.slice.is_none()
+        !self.needs_procs() && !self.has_path()
     }
 }
 
@@ -284,6 +298,12 @@ impl RuleSet {
                     let matcher = parse_match(m.get_ref(), &here)?;
                     if matcher.is_empty() {
                         bail!("{m_at}: rule {label}: match: empty; give at least one of {MATCH_KEYS}");
+                    }
+                    if let (Some(comm), None, false) = (&m.get_ref().comm, matcher.uid, matcher.has_path()) {
+                        bail!(
+                            "{}: rule {label}: match.comm alone can be spoofed (any process may rename itself: prctl PR_SET_NAME); add match.uid or a path key (match.cgroup, match.cgroup_prefix, match.cgroup_regex, match.unit or match.slice)",
+                            at(comm.span())
+                        );
                     }
                     matcher
                 }

@@ -73,34 +73,46 @@ fn prefix_regex_unit_slice() {
 }
 
 #[test]
-fn comm_and_uid_look_at_the_processes() {
-    let r = one(r#"match.comm = "postgres""#);
-    assert!(r.first_match(&with("/a", &["bash", "postgres"], &[])).is_some());
-    assert!(r.first_match(&with("/a", &["postgres2"], &[])).is_none(), "exact");
-    assert!(r.first_match(&at("/postgres")).is_none(), "the path is not a comm");
+fn comm_and_uid_look_at_every_process() {
+    let r = one("match.comm = \"postgres\"\nmatch.uid = 70");
+    assert!(r.first_match(&with("/a", &["postgres"], &[70])).is_some());
+    assert!(r.first_match(&with("/a", &["postgres2"], &[70])).is_none(), "exact");
+    assert!(r.first_match(&at("/postgres")).is_none(), "the path is not a comm; no process, no match");
     assert!(r.needs_procs());
-    let r = one(r#"match.comm = "kworker/*""#);
-    assert!(r.first_match(&with("/a", &["kworker/0:1"], &[])).is_some(), "a comm glob crosses '/'");
+    let r = one("match.comm = \"kworker/*\"\nmatch.uid = 0");
+    assert!(r.first_match(&with("/a", &["kworker/0:1"], &[0])).is_some(), "a comm glob crosses '/'");
     let r = one("match.uid = 1000");
-    assert!(r.first_match(&with("/a", &[], &[0, 1000])).is_some());
+    assert!(r.first_match(&with("/a", &[], &[1000])).is_some());
     assert!(r.first_match(&with("/a", &[], &[0])).is_none());
+    assert!(r.first_match(&with("/a", &[], &[])).is_none(), "an empty cgroup has no uid");
     // Path keys alone never need /proc.
     assert!(!one(r#"match.slice = "db.slice""#).needs_procs());
 }
 
+/// A process may rename itself (prctl PR_SET_NAME) and may join a cgroup it
+/// shares with others: neither may tag a cgroup. Process keys hold for a
+/// cgroup only when every process in it matches, and a comm needs an anchor
+/// its processes cannot forge (a uid, a path).
 #[test]
-fn every_key_given_must_hold() {
-    let r = parse(
-        r#"
-[[rule]]
-name = "both"
-match = { cgroup_prefix = "/user.slice/", comm = "make", uid = 1000 }
-"#,
+fn a_renamed_process_gains_nothing() {
+    let r = one("match.comm = \"pgwork\"\nmatch.uid = 0");
+    // An unprivileged process renamed into the rule's comm, beside a root one.
+    assert!(r.first_match(&with("/shared", &["pgwork", "spin"], &[0, 1000])).is_none());
+    // Alone: its uid gives it away.
+    assert!(r.first_match(&with("/mine", &["pgwork"], &[1000])).is_none());
+    // The real thing: every process is pgwork, as root.
+    assert!(r.first_match(&with("/db", &["pgwork"], &[0])).is_some());
+    // A uid rule: one process of another uid in the cgroup is enough to stop it.
+    let r = one("match.uid = 1000");
+    assert!(r.first_match(&with("/s", &[], &[0, 1000])).is_none());
+    // A comm alone, which anyone can take, is refused.
+    let e = err("[[rule]]\nname = \"x\"\nmatch.comm = \"pgwork\"\nlevel = 1\n");
+    assert!(
+        e.starts_with("rules.toml:3: rule \"x\": match.comm alone can be spoofed (any process may rename itself: prctl PR_SET_NAME); add match.uid or a path key"),
+        "{e}"
     );
-    assert!(r.first_match(&with("/user.slice/s.scope", &["make"], &[1000])).is_some());
-    assert!(r.first_match(&with("/user.slice/s.scope", &["make"], &[0])).is_none());
-    assert!(r.first_match(&with("/user.slice/s.scope", &["cc"], &[1000])).is_none());
-    assert!(r.first_match(&with("/system.slice/s.service", &["make"], &[1000])).is_none());
+    // With a path key it is scoped to where only the administrator puts processes.
+    assert!(one("match.comm = \"pgwork\"\nmatch.unit = \"pg.service\"").first_match(&with("/system.slice/pg.service", &["pgwork"], &[70])).is_some());
 }
 
 #[test]
@@ -113,7 +125,7 @@ match.slice = "db.slice"
 level = 2
 
 [[rule]]
-match.comm = "postgres"
+match = { comm = "postgres", uid = 70 }
 level = 1
 tax = 0.5
 
@@ -123,8 +135,8 @@ match.cgroup_prefix = "/"
 smt = "smt"
 "#,
     );
-    assert_eq!(who(&r, &with("/db.slice/pg.service", &["postgres"], &[])).as_deref(), Some("\"db\""));
-    let pg = r.first_match(&with("/system.slice/pg.service", &["postgres"], &[])).unwrap();
+    assert_eq!(who(&r, &with("/db.slice/pg.service", &["postgres"], &[70])).as_deref(), Some("\"db\""));
+    let pg = r.first_match(&with("/system.slice/pg.service", &["postgres"], &[70])).unwrap();
     assert_eq!((pg.label().as_str(), pg.index, pg.line), ("#2", 2, 7), "unnamed: its position");
     assert_eq!(pg.props, Props { level: 1, tax: 50, ..Props::default() });
     assert_eq!(who(&r, &at("/other")).as_deref(), Some("\"rest\""));
@@ -206,8 +218,8 @@ fn bad_matches_name_file_line_and_field() {
         (r#"match.cgroup_prefix = "/sys/fs/cgroup/db.slice""#, "match.cgroup_prefix: \"/sys/fs/cgroup/db.slice\": write the path relative to /sys/fs/cgroup (\"/db.slice\")"),
         (r#"match.unit = "postgres""#, "rules.toml:3: rule \"x\": match.unit: \"postgres\" is not a systemd unit name"),
         (r#"match.slice = "a/b.slice""#, "rules.toml:3: rule \"x\": match.slice: \"a/b.slice\" is not a slice name"),
-        (r#"match.comm = "postgres-checkpointer""#, "match.comm: \"postgres-checkpointer\" is longer than 15 characters, which the kernel keeps of a name (write \"postgres-checkp\")"),
-        (r#"match.comm = "a[""#, "rules.toml:3: rule \"x\": match.comm: bad glob"),
+        ("match.comm = \"postgres-checkpointer\"\nmatch.uid = 70", "match.comm: \"postgres-checkpointer\" is longer than 15 characters, which the kernel keeps of a name (write \"postgres-checkp\")"),
+        ("match.comm = \"a[\"\nmatch.uid = 70", "rules.toml:3: rule \"x\": match.comm: bad glob"),
         ("match.uid = -1", "rules.toml:3: rule \"x\": match.uid: -1 is out of range 0..=4294967295"),
         ("match.uid = \"root\"", "rules.toml:3: rule \"x\": match.uid: expected an integer uid, got a string"),
         ("match.cgroup = 5", "rules.toml:3: rule \"x\": match.cgroup: expected a string, got an integer"),

@@ -1,8 +1,10 @@
 #!/bin/sh
-# The rules file (--rules): a bad file stops the start with file:line: field;
-# a cgroup created after the start that a rule matches (by path, and by a
-# process's comm) gets the rule's tag, `tags` names the rule as its source,
-# a child inherits it, and the task in it gets an object; after the file
+# The rules file (--rules): a bad file stops the start with file:line: field
+# (a rule by comm alone among them: anyone can take a comm); a cgroup created
+# after the start that a rule matches (by path, and by its processes' comm
+# and uid) gets the rule's tag, a process renamed into the comm gets
+# nothing, `tags` names the rule as its source, a child inherits it, and the
+# task in it gets an object; after the file
 # changes, SIGHUP applies the new rules; a bad file on SIGHUP or
 # `reload-rules` is refused with line and field and the rules in force stay
 # (agent still attached); a stored tag on a rule-matched cgroup wins, and
@@ -44,6 +46,13 @@ out=$(scx_chameleon --rules $BAD 2>&1) && fail "started with a bad rules file: $
 echo "$out" | grep -qF "$BAD:4: rule \"db\": level \"5\": expected an integer 1..=3" || fail "start: message '$out'"
 [ "$(state)" = disabled ] || fail "sched_ext is '$(state)' after a refused start"
 ok "refused at start: $(echo "$out" | tail -n 1)"
+printf '[[rule]]\nname = "w"\nmatch.comm = "pgwork"\nlevel = 1\n' >$BAD
+# Bounded: an agent that takes the file attaches and runs on (so did ours
+# before issue 32).
+out=$(timeout 30 scx_chameleon --rules $BAD 2>&1) && fail "started with a rule by comm alone: $out"
+echo "$out" | grep -qF "$BAD:3: rule \"w\": match.comm alone can be spoofed (any process may rename itself: prctl PR_SET_NAME); add match.uid or a path key" ||
+	fail "comm alone: message '$out'"
+ok "refused at start: $(echo "$out" | tail -n 1)"
 out=$(scx_chameleon --rules /tmp/nope.toml 2>&1) && fail "started without its rules file"
 echo "$out" | grep -qF "rules file /tmp/nope.toml: No such file" || fail "missing file: message '$out'"
 ok "refused at start: $(echo "$out" | tail -n 1)"
@@ -59,7 +68,7 @@ tax = 0.5
 
 [[rule]]
 name = "worker"
-match.comm = "pgwork"
+match = { comm = "pgwork", uid = 0 }
 level = 1
 tax = 2
 EOF
@@ -98,6 +107,32 @@ ms=$(( $(now_ms) - t_made ))
 tags_line work1 | grep -q ": v1 level=1 tax=2.00 smt=any (rule \"worker\" ($RULES:8))$" ||
 	fail "work1 not listed with its comm rule: $(scx_chameleon tags 2>&1 | tr '\n' '|')"
 ok "work1 tagged by rule \"worker\" (comm pgwork): pid $b assigned at tax 2.00 ${ms} ms after it started"
+
+# A process that renames itself into the rule's comm gains nothing: an
+# unprivileged one (uid 1000) beside a root process in a cgroup it shares,
+# and one alone in its own cgroup (its uid gives it away). Before: the
+# shared cgroup was tagged (one process of the comm, one of the uid).
+make_cgroup shared
+make_cgroup mine
+spin -g /sys/fs/cgroup/shared $LONG >/dev/null &
+r=$!
+runas 1000 spin -N pgwork $LONG >/dev/null &
+u=$!
+runas 1000 spin -N pgwork $LONG >/dev/null &
+v=$!
+usleep 300000
+[ "$(cat /proc/$u/comm)" = pgwork ] && [ "$(awk '/^Uid:/ { print $3 }' /proc/$u/status)" = 1000 ] ||
+	fail "pid $u is not an unprivileged pgwork: comm $(cat /proc/$u/comm)"
+echo $u >/sys/fs/cgroup/shared/cgroup.procs || fail "cannot move pid $u into shared"
+echo $v >/sys/fs/cgroup/mine/cgroup.procs || fail "cannot move pid $v into mine"
+sleep 3	# three rounds of matching
+for c in shared mine; do
+	tags_line $c && fail "$c tagged by a process renamed into rule \"worker\"'s comm: $(tags_line $c)"
+done
+grep -E "^assign pid=($r|$u|$v) " "$AGENT_LOG" && fail "a task of shared or mine got an object"
+ok "renamed into comm pgwork as uid 1000: neither shared (beside a root process) nor mine (alone) tagged, no object"
+end_tasks $r $u $v
+rmdir /sys/fs/cgroup/shared /sys/fs/cgroup/mine
 
 # 3. The file changes: SIGHUP applies it. db's tax moves, worker goes.
 cat >$RULES <<'EOF'
