@@ -2,7 +2,8 @@
 # AASH's cost of rotating fast contexts (bench, never asserted): three
 # level-1 requesters of equal weight on 4 CPUs (pairs for two), so that at
 # every accounting period one of them moves. Work done (spin's loops, summed
-# over the three) in about WINDOW_S seconds, with the agent rotating every
+# over the three, counted from a mark at the window's start to one at its
+# end) in WINDOW_S seconds, with the agent rotating every
 # PERIOD ms, for each PERIOD given (default 30, AASH's and ours, and 1000),
 # interleaved ROUNDS times in this one boot, the order turning each round (TCG
 # drifts: only ratios within a round count). Migrations from the kernel
@@ -48,8 +49,12 @@ skip_md() {
 	awk '$1 == "SCX_EV_ENQ_SKIP_MIGRATION_DISABLED" { n = $2 } END { print n + 0 }' /sys/kernel/sched_ext/root/events 2>/dev/null || echo 0
 }
 
+# A spinner gone before its last read would count 0 (or a new process's
+# count under its reused pid): the sum came out negative (issue 32).
 migrations() {
-	sed -n 's/^se.nr_migrations *: *//p' /proc/$1/sched 2>/dev/null || echo 0
+	_m=$(sed -n 's/^se.nr_migrations *: *//p' /proc/$1/sched 2>/dev/null)
+	[ -n "$_m" ] || fail "pid $1 gone before its migrations were read"
+	echo "$_m"
 }
 
 one() {
@@ -61,32 +66,38 @@ one() {
 		scx_chameleon tag ba_$g --level 1 >/dev/null || fail "cannot tag ba_$g"
 	done
 	for g in a b c; do
-		# Running past the window's end: its last reads see them alive.
-		spin -g $CG/ba_$g $(( window + 3 )) >/tmp/ba_$g.out &
+		# Running well past the window's end (the reads around it take
+		# seconds under TCG): its last reads and marks see them alive.
+		spin -g $CG/ba_$g $(( window + 60 )) >/tmp/ba_$g.out &
 		pids="$pids $!"
 	done
 	# The first second settles (objects granted), then the window.
 	sleep 1
-	m0=0; for p in $pids; do m0=$(( m0 + $(migrations $p) )); done
+	m0=0; for p in $pids; do get _m migrations $p; m0=$(( m0 + _m )); done
 	agent_threads >/tmp/th0
 	set -- $(agent_sched); am0=$1 ai0=$2 av0=$3
 	md0=$(skip_md)
 	l0=$(wc -l <"$AGENT_LOG")
 	a0=$(agent_ms)
 	# The four CPUs' idle time over the window, per mille each.
+	# The work over the window: each spinner's count at its start and end
+	# (SIGUSR1 prints it at once), not its whole run's.
+	kill -USR1 $pids
 	shares s $(( window * 1000 )) cpu0 cpu1 cpu2 cpu3
+	kill -USR1 $pids
 	a1=$(agent_ms)
-	m1=0; for p in $pids; do m1=$(( m1 + $(migrations $p) )); done
+	m1=0; for p in $pids; do get _m migrations $p; m1=$(( m1 + _m )); done
 	agent_threads >/tmp/th1
 	set -- $(agent_sched); am=$(( $1 - am0 )) ai=$(( $2 - ai0 )) av=$(( $3 - av0 ))
 	md=$(( $(skip_md) - md0 ))
 	l1=$(wc -l <"$AGENT_LOG")
 	idle=0; for v in $s; do idle=$(( idle + v )); done
-	wait $pids
+	end_tasks $pids
 	loops=0
 	for g in a b c; do
-		l=$(sed -n 's/.*loops=\([0-9]*\).*/\1/p' /tmp/ba_$g.out)
-		loops=$(( loops + ${l:-0} ))
+		l=$(awk '$3 == "mark" { sub(/loops=/, "", $4); m[++n] = $4 } END { if (n == 2) print m[2] - m[1] }' /tmp/ba_$g.out)
+		[ -n "$l" ] || fail "spinner of ba_$g: no two marks around the window: $(cat /tmp/ba_$g.out)"
+		loops=$(( loops + l ))
 		scx_chameleon untag ba_$g >/dev/null
 	done
 	stop_agent >/dev/null

@@ -8,10 +8,13 @@
  * value, -f makes it SCHED_FIFO at RT_PRIO, -N renames it, before it joins
  * the cgroup) and prints
  * "spin pid=P seconds=S loops=N" (N: work done, for speed comparisons).
+ * SIGUSR1 prints "spin pid=P mark loops=N" (the work done so far) at once,
+ * so that a bench can take the work over a window of its own.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +29,14 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static volatile sig_atomic_t marked;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	marked = 1;
 }
 
 int main(int argc, char **argv)
@@ -100,6 +111,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	signal(SIGUSR1, on_usr1);
 	end = now() + secs;
 	burst_end = now() + run_ms / 1e3;
 	while (now() < end) {
@@ -110,6 +122,11 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 100000; i++)
 			sink += i;
 		loops++;
+		if (marked) {
+			marked = 0;
+			printf("spin pid=%d mark loops=%llu\n", getpid(), loops);
+			fflush(stdout);
+		}
 	}
 	printf("spin pid=%d seconds=%g loops=%llu\n", getpid(), secs, loops);
 	return 0;
