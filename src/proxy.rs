@@ -34,22 +34,19 @@ pub const DEVICE: &str = "/dev/chameleon_proxy";
 /// still lets an idle machine shed its CPUs soon.
 pub const DEFAULT_HOLDOFF_MS: u32 = 1000;
 
-const MAGIC: u64 = 0xC7;
-const IOC_WRITE: u64 = 1;
-const IOC_READ: u64 = 2;
-
-/// The kernel's _IOC(): direction, size, type and number in one request code.
-const fn ioc(dir: u64, nr: u64, size: usize) -> u64 {
-    (dir << 30) | ((size as u64) << 16) | (MAGIC << 8) | nr
+/// The module's ioctls (chameleon_proxy.h: _IOR/_IOWR/_IOW/_IO on type 0xC7),
+/// each with the struct it reads or writes, as nix declares them.
+mod ioc {
+    use super::uapi;
+    const MAGIC: u8 = 0xC7;
+    nix::ioctl_read!(info, MAGIC, 0, uapi::chameleon_proxy_info);
+    nix::ioctl_readwrite!(park, MAGIC, 1, uapi::chameleon_proxy_park);
+    nix::ioctl_readwrite!(unpark, MAGIC, 2, uapi::chameleon_proxy_unpark);
+    nix::ioctl_write_ptr!(emulate, MAGIC, 3, uapi::chameleon_proxy_emulate);
+    nix::ioctl_readwrite!(stats, MAGIC, 4, uapi::chameleon_proxy_stats);
+    nix::ioctl_none!(reset, MAGIC, 5);
+    nix::ioctl_readwrite!(claim, MAGIC, 6, uapi::chameleon_proxy_claim);
 }
-
-const IOC_INFO: u64 = ioc(IOC_READ, 0, std::mem::size_of::<uapi::chameleon_proxy_info>());
-const IOC_PARK: u64 = ioc(IOC_READ | IOC_WRITE, 1, std::mem::size_of::<uapi::chameleon_proxy_park>());
-const IOC_UNPARK: u64 = ioc(IOC_READ | IOC_WRITE, 2, std::mem::size_of::<uapi::chameleon_proxy_unpark>());
-const IOC_EMULATE: u64 = ioc(IOC_WRITE, 3, std::mem::size_of::<uapi::chameleon_proxy_emulate>());
-const IOC_STATS: u64 = ioc(IOC_READ | IOC_WRITE, 4, std::mem::size_of::<uapi::chameleon_proxy_stats>());
-const IOC_RESET: u64 = ioc(0, 5, 0);
-const IOC_CLAIM: u64 = ioc(IOC_READ | IOC_WRITE, 6, std::mem::size_of::<uapi::chameleon_proxy_claim>());
 
 /// The module's reference count: one per open file of the device and per
 /// loaded BPF program calling its kfuncs (see `wait_module_unused`).
@@ -153,7 +150,8 @@ impl Proxy {
         };
         let mut info = uapi::chameleon_proxy_info::default();
         let mut proxy = Proxy { dev, nr_cpu_ids: 0, owner: AtomicBool::new(false) };
-        proxy.ioctl(IOC_INFO, &mut info).context("INFO")?;
+        // SAFETY: INFO writes one chameleon_proxy_info, a live local.
+        unsafe { ioc::info(proxy.fd(), &mut info) }.context("INFO")?;
         if info.abi_version != uapi::CHAMELEON_PROXY_ABI_VERSION {
             bail!(
                 "chameleon_proxy speaks ABI {}, this agent needs {}: rebuild and reload the module (rmmod chameleon_proxy; insmod chameleon_proxy.ko)",
@@ -165,18 +163,8 @@ impl Proxy {
         Ok(Some(proxy))
     }
 
-    fn ioctl_raw<T>(&self, req: u64, arg: *mut T) -> std::io::Result<()> {
-        // SAFETY: `req` encodes the size of T, the struct the module reads or
-        // writes through `arg`, which points to a live T (or is null for RESET).
-        let r = unsafe { libc::ioctl(self.dev.as_raw_fd(), req as _, arg) };
-        if r < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
-    fn ioctl<T>(&self, req: u64, arg: *mut T) -> Result<()> {
-        Ok(self.ioctl_raw(req, arg)?)
+    fn fd(&self) -> std::os::fd::RawFd {
+        self.dev.as_raw_fd()
     }
 
     /// CLAIM: the module's state becomes this file's, after the module has
@@ -185,9 +173,10 @@ impl Proxy {
     /// owner's process load programs calling its kfuncs.
     pub fn claim(&self) -> Result<Claimed> {
         let mut c = uapi::chameleon_proxy_claim::default();
-        match self.ioctl_raw(IOC_CLAIM, &mut c) {
-            Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => bail!("{}", self.owned_by_another()),
+        // SAFETY: CLAIM reads and writes one chameleon_proxy_claim, a live local.
+        match unsafe { ioc::claim(self.fd(), &mut c) } {
+            Ok(_) => {}
+            Err(nix::errno::Errno::EBUSY) => bail!("{}", self.owned_by_another()),
             Err(e) => return Err(e).context("CLAIM"),
         }
         self.owner.store(true, Ordering::SeqCst);
@@ -212,7 +201,9 @@ impl Proxy {
     /// Every CPU unparked and back online, every lend ended, emulation off:
     /// what the module looks like when no agent runs.
     pub fn reset(&self) -> Result<()> {
-        self.ioctl::<u8>(IOC_RESET, std::ptr::null_mut()).context("RESET")
+        // SAFETY: RESET takes no argument.
+        unsafe { ioc::reset(self.fd()) }.context("RESET")?;
+        Ok(())
     }
 
     pub fn emulate(&self, how: Option<Emulate>) -> Result<()> {
@@ -225,7 +216,9 @@ impl Proxy {
                 Emulate::High => uapi::CHAMELEON_PROXY_CAT_HIGH,
             };
         }
-        self.ioctl(IOC_EMULATE, &mut e).context("EMULATE")
+        // SAFETY: EMULATE reads one chameleon_proxy_emulate, a live local.
+        unsafe { ioc::emulate(self.fd(), &e) }.context("EMULATE")?;
+        Ok(())
     }
 
     fn mask(&self, cpus: &[usize]) -> Vec<u64> {
@@ -247,7 +240,9 @@ impl Proxy {
             holdoff_ms,
             ..Default::default()
         };
-        self.ioctl(IOC_PARK, &mut p).context("PARK")?;
+        // SAFETY: PARK reads and writes one chameleon_proxy_park, a live
+        // local whose mask pointer and size describe a live Vec.
+        unsafe { ioc::park(self.fd(), &mut p) }.context("PARK")?;
         Ok(p.critical_ns)
     }
 
@@ -259,7 +254,8 @@ impl Proxy {
             mask_words: words.len() as u32,
             ..Default::default()
         };
-        self.ioctl(IOC_UNPARK, &mut u).context("UNPARK")?;
+        // SAFETY: as PARK's, with chameleon_proxy_unpark.
+        unsafe { ioc::unpark(self.fd(), &mut u) }.context("UNPARK")?;
         Ok(u.critical_ns)
     }
 
@@ -272,7 +268,10 @@ impl Proxy {
             cpu_size: std::mem::size_of::<CpuStats>() as u32,
             ..Default::default()
         };
-        self.ioctl(IOC_STATS, &mut st).context("STATS")?;
+        // SAFETY: STATS reads and writes one chameleon_proxy_stats, a live
+        // local, and fills nr_cpus entries of cpu_size bytes at cpus: a
+        // live Vec of that many CpuStats.
+        unsafe { ioc::stats(self.fd(), &mut st) }.context("STATS")?;
         Ok((st, cpus))
     }
 }
@@ -324,8 +323,8 @@ fn reset_on_panic() {
     }
     // SAFETY: RESET takes no argument; fd is the owner's device, still open
     // (Drop clears OWNED_FD before closing it).
-    if unsafe { libc::ioctl(fd, IOC_RESET as _, 0) } < 0 {
-        warn!("chameleon_proxy RESET after the panic: {}", std::io::Error::last_os_error());
+    if let Err(e) = unsafe { ioc::reset(fd) } {
+        warn!("chameleon_proxy RESET after the panic: {e}");
     } else {
         info!("chameleon_proxy reset after the panic");
     }
@@ -417,17 +416,17 @@ mod tests {
 
     #[test]
     fn request_codes_are_the_kernels() {
-        // _IOR(0xC7, 0, 16-byte struct), _IO(0xC7, 5): as the C header's
-        // macros compute them (checked against proxy_ctl's values).
+        // What the C header's _IOR/_IO/_IOWR compute (checked with gcc and
+        // against proxy_ctl's values), as nix encodes the declarations in
+        // `ioc`: the same type, number, direction and size.
         assert_eq!(std::mem::size_of::<uapi::chameleon_proxy_info>(), 16);
-        assert_eq!(IOC_INFO, 0x8010_C700);
-        assert_eq!(IOC_RESET, 0x0000_C705);
-        assert_eq!(IOC_PARK >> 30, 3);
-        assert_eq!(IOC_EMULATE >> 30, 1);
-        // _IOWR(0xC7, 6, 56-byte struct chameleon_proxy_claim), as the
-        // header's macro computes it (checked with gcc).
+        assert_eq!(nix::request_code_read!(0xC7, 0, std::mem::size_of::<uapi::chameleon_proxy_info>()), 0x8010_C700);
+        assert_eq!(nix::request_code_none!(0xC7, 5), 0x0000_C705);
         assert_eq!(std::mem::size_of::<uapi::chameleon_proxy_claim>(), 56);
-        assert_eq!(IOC_CLAIM, 0xC038_C706);
+        assert_eq!(
+            nix::request_code_readwrite!(0xC7, 6, std::mem::size_of::<uapi::chameleon_proxy_claim>()),
+            0xC038_C706
+        );
     }
 
     #[test]

@@ -83,6 +83,11 @@ if [ -n "$holder" ]; then
 		probe "refused EACCES" "pid $holder owns it, $p" $p
 	done
 	probe "refused EACCES" "pid $holder owns it, device open, syscall" --open syscall
+	# The agent's CLAIM is refused (EBUSY), and it says who holds the module.
+	out=$(timeout 60 scx_chameleon 2>&1) && fail "the agent started while pid $holder owns the module"
+	echo "$out" | grep -q "another process (pid $holder, kfunc_probe) owns /dev/chameleon_proxy: stop it first" ||
+		fail "agent vs pid $holder's claim: '$(echo "$out" | tail -n 2 | tr '\n' '|')'"
+	ok "agent refused: $(echo "$out" | grep -o 'another process.*')"
 	kill $holder
 	wait $holder 2>/dev/null
 	# The owner's release may end after its process does: give it 5 s
