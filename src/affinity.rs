@@ -8,16 +8,8 @@ use std::collections::BTreeSet;
 
 /// The CPUs `pid` may run on; None if it is gone or cannot be read.
 pub fn of(pid: i32) -> Option<BTreeSet<usize>> {
-    // SAFETY: a zeroed cpu_set_t is an empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: set is a valid cpu_set_t of the size passed.
-    let rc = unsafe { libc::sched_getaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
-        return None;
-    }
-    let nr = 8 * std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: CPU_ISSET reads the set within its size (cpu < nr).
-    Some((0..nr).filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) }).collect())
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(pid)).ok()?;
+    Some((0..nix::sched::CpuSet::count()).filter(|&cpu| set.is_set(cpu).unwrap_or(false)).collect())
 }
 
 /// The CPU `pid` last ran on or is queued on (`/proc/PID/stat`'s
@@ -45,7 +37,7 @@ mod tests {
         assert_eq!(super::parse_processor("123 (x) R 1 2"), None);
         assert_eq!(super::parse_processor("garbage"), None);
         let me = super::cpu_of(std::process::id() as i32).expect("own CPU");
-        assert!(me < 8 * std::mem::size_of::<libc::cpu_set_t>());
+        assert!(me < nix::sched::CpuSet::count());
     }
 
     #[test]

@@ -90,10 +90,7 @@ pub struct Assigner {
 /// Nanoseconds on the clock bpf_ktime_get_ns() uses, to time decisions
 /// against the events that caused them.
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the local timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::metrics::clock_ns(nix::time::ClockId::CLOCK_MONOTONIC)
 }
 
 /// One reconcile of the untagged-load estimate: `current` is in force, `seen`

@@ -145,19 +145,8 @@ fn read_line(stream: &mut UnixStream, deadline: std::time::Instant, max: usize) 
 }
 
 fn peer_is_root(stream: &UnixStream) -> bool {
-    let mut cred = libc::ucred { pid: 0, uid: u32::MAX, gid: 0 };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most len bytes into cred.
-    let r = unsafe {
-        libc::getsockopt(
-            std::os::fd::AsRawFd::as_raw_fd(stream),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    r == 0 && cred.uid == 0
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    getsockopt(stream, PeerCredentials).is_ok_and(|c| c.uid() == 0)
 }
 
 /// Held for the agent's whole life (across scheduler restarts): a second
@@ -165,18 +154,17 @@ fn peer_is_root(stream: &UnixStream) -> bool {
 /// or the status file of the first. An flock, so a killed agent leaves no
 /// lock behind.
 pub struct InstanceLock {
-    _file: std::fs::File,
+    _lock: nix::fcntl::Flock<std::fs::File>,
 }
 
 impl InstanceLock {
     /// Take the lock file next to the control socket, or say who holds it.
     pub fn acquire(socket: &Path) -> Result<InstanceLock> {
-        use std::os::fd::AsRawFd;
         use std::os::unix::fs::OpenOptionsExt;
         let dir = socket.parent().unwrap_or(Path::new("/"));
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("agent.lock");
-        let mut file = std::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
@@ -185,15 +173,17 @@ impl InstanceLock {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
             .with_context(|| format!("opening {}", path.display()))?;
-        // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let mut holder = String::new();
-            let _ = file.read_to_string(&mut holder);
-            bail!("another scx_chameleon agent is running (pid {}; lock {})", holder.trim(), path.display());
-        }
-        file.set_len(0)?;
-        write!(file, "{}", std::process::id())?;
-        Ok(InstanceLock { _file: file })
+        let mut lock = match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => lock,
+            Err((mut file, _)) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                bail!("another scx_chameleon agent is running (pid {}; lock {})", holder.trim(), path.display());
+            }
+        };
+        lock.set_len(0)?;
+        write!(lock, "{}", std::process::id())?;
+        Ok(InstanceLock { _lock: lock })
     }
 }
 
@@ -384,7 +374,7 @@ mod tests {
             serde_json::from_slice(&read_line(s, deadline, MAX_ANSWER).unwrap()).unwrap()
         };
         let a = answer(&mut bad);
-        if unsafe { libc::geteuid() } == 0 {
+        if nix::unistd::geteuid().is_root() {
             assert!(!a.ok && a.error.unwrap().contains("not JSON"));
             assert!(answer(&mut good).ok);
             assert_eq!(seen, vec![Request { v: 1, op: Op::Ping }]);
@@ -429,7 +419,7 @@ mod tests {
         let took = t0.elapsed();
         assert!(took < REQUEST_DEADLINE * 3, "serve() held for {took:?}");
         let answer = trickler.join().unwrap();
-        if unsafe { libc::geteuid() } == 0 {
+        if nix::unistd::geteuid().is_root() {
             assert!(answer.contains("did not arrive within 500 ms"), "{answer}");
         }
         drop(server);

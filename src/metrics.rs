@@ -98,10 +98,13 @@ fn label_value(v: &str) -> String {
 
 /// CLOCK_MONOTONIC in ms: system-wide, so an agent and a reader agree on it.
 pub fn monotonic_ms() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes only into `ts`.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+    clock_ns(nix::time::ClockId::CLOCK_MONOTONIC) / 1_000_000
+}
+
+/// `clock` now, in ns (0 if it cannot be read: it always can, for the
+/// clocks we ask).
+pub fn clock_ns(clock: nix::time::ClockId) -> u64 {
+    nix::time::clock_gettime(clock).map_or(0, |t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
 }
 
 impl Metrics {

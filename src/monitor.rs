@@ -178,17 +178,7 @@ pub fn human_line(
 
 /// Local time of day, "HH:MM:SS", for the human lines.
 fn clock_now() -> String {
-    // SAFETY: time with a null pointer only returns the time.
-    let t = unsafe { libc::time(std::ptr::null_mut()) };
-    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
-    // SAFETY: localtime_r writes only into `tm`, which outlives the call.
-    let ok = !unsafe { libc::localtime_r(&t, tm.as_mut_ptr()) }.is_null();
-    if !ok {
-        return "--:--:--".into();
-    }
-    // SAFETY: localtime_r succeeded and filled `tm`.
-    let tm = unsafe { tm.assume_init() };
-    format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
+    chrono::Local::now().format("%H:%M:%S").to_string()
 }
 
 /// Print the counters every `every` until stdout is closed (`| head`), the

@@ -22,7 +22,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
 use std::mem::MaybeUninit;
-use std::os::fd::AsRawFd;
+use std::os::fd::BorrowedFd;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 use tracing::{debug, info, warn};
@@ -473,6 +473,9 @@ impl<'a> Scheduler<'a> {
             })?;
             rb.build()?
         };
+        // SAFETY: the ring buffer, whose epoll fd this borrows, lives until
+        // the loop below ends.
+        let rb_fd = unsafe { BorrowedFd::borrow_raw(rb.epoll_fd()) };
         let assignments = &self.skel.maps.assignments;
         let tag_map = &self.skel.maps.tags;
         let assign = &mut self.assign;
@@ -572,7 +575,7 @@ impl<'a> Scheduler<'a> {
                 }
                 timeout = timeout.min(at - now);
             }
-            let ready = wait_readable(&[rb.epoll_fd(), control.listen_fd().as_raw_fd(), shutdown.fd(), hup.fd()], timeout)
+            let ready = wait_readable(&[rb_fd, control.listen_fd(), shutdown.fd(), hup.fd()], timeout)
                 .context("waiting for events and clients")?;
             if let Err(e) = rb.consume() {
                 return Err(e).context("reading the event ring buffer");
@@ -817,17 +820,15 @@ fn poll_ms(timeout: Duration) -> i32 {
 
 /// Block until one of `fds` is readable or `timeout` passes; which ones are.
 /// A signal ending the wait early (EINTR) is not an error.
-fn wait_readable(fds: &[i32], timeout: Duration) -> Result<Vec<bool>> {
-    let mut pfds: Vec<libc::pollfd> = fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
-    // SAFETY: pfds is a valid array of pfds.len() pollfd for the call's duration.
-    let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, poll_ms(timeout)) };
-    if n < 0 {
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e.into());
-        }
-    }
-    Ok(pfds.iter().map(|p| n > 0 && p.revents != 0).collect())
+fn wait_readable(fds: &[BorrowedFd], timeout: Duration) -> Result<Vec<bool>> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut pfds: Vec<PollFd> = fds.iter().map(|fd| PollFd::new(*fd, PollFlags::POLLIN)).collect();
+    let n = match poll(&mut pfds, PollTimeout::try_from(poll_ms(timeout)).unwrap_or(PollTimeout::MAX)) {
+        Ok(n) => n,
+        Err(nix::errno::Errno::EINTR) => 0,
+        Err(e) => return Err(e.into()),
+    };
+    Ok(pfds.iter().map(|p| n > 0 && p.revents().is_some_and(|r| !r.is_empty())).collect())
 }
 
 #[cfg(test)]

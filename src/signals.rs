@@ -6,7 +6,7 @@
 
 use anyhow::{Context, Result};
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -49,8 +49,8 @@ impl Doorbell {
     }
 
     /// Readable while a wakeup is pending (poll it with the loop's others).
-    pub fn fd(&self) -> i32 {
-        self.wake.1.as_raw_fd()
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.wake.1.as_fd()
     }
 }
 
@@ -84,13 +84,11 @@ mod tests {
         assert!(!bell.take());
         bell.request();
         bell.request();
-        let mut p = libc::pollfd { fd: bell.fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd.
-        assert_eq!(unsafe { libc::poll(&mut p, 1, 0) }, 1, "a ring wakes poll");
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let ready = |bell: &Doorbell| poll(&mut [PollFd::new(bell.fd(), PollFlags::POLLIN)], PollTimeout::ZERO).unwrap();
+        assert_eq!(ready(&bell), 1, "a ring wakes poll");
         assert!(bell.take());
         assert!(!bell.take(), "taken once");
-        p.revents = 0;
-        // SAFETY: as above.
-        assert_eq!(unsafe { libc::poll(&mut p, 1, 0) }, 0, "drained: poll sleeps again");
+        assert_eq!(ready(&bell), 0, "drained: poll sleeps again");
     }
 }

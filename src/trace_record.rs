@@ -5,8 +5,10 @@
 //! after the wait; it replaces FILE only once complete.
 
 use crate::event::Event;
+use crate::metrics::clock_ns;
 use crate::trace::{self, Fused, Summary, TaskInfo, Window};
 use anyhow::{bail, Context, Result};
+use nix::time::ClockId;
 use protobuf::Message;
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -28,13 +30,6 @@ pub fn parse_seconds(s: &str) -> Result<u64, String> {
         Ok(v) if (MIN_SECONDS..=MAX_SECONDS).contains(&v) => Ok(v),
         _ => Err(format!("{s:?}: the trace lasts whole seconds from {MIN_SECONDS} to {MAX_SECONDS}")),
     }
-}
-
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the local timespec.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Where the trace goes: a temporary file next to FILE, created now and
@@ -131,8 +126,8 @@ pub fn record(socket: &Path, status: &Path, seconds: u64, nr_cpus: u32, stop: &A
         bail!("no scx_chameleon agent is running ({} missing): nothing to trace", socket.display());
     }
     let mut reader = crate::control::subscribe(socket).context("subscribing to the agent's events")?;
-    let start_ns = clock_ns(libc::CLOCK_MONOTONIC);
-    let boottime_at_start_ns = clock_ns(libc::CLOCK_BOOTTIME);
+    let start_ns = clock_ns(ClockId::CLOCK_MONOTONIC);
+    let boottime_at_start_ns = clock_ns(ClockId::CLOCK_BOOTTIME);
     let subscribed_at = SystemTime::now();
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut rec = Recording::default();
@@ -180,7 +175,7 @@ pub fn record(socket: &Path, status: &Path, seconds: u64, nr_cpus: u32, stop: &A
             Err(e) => return Err(e).context("reading the agent's events"),
         }
     }
-    let end_ns = clock_ns(libc::CLOCK_MONOTONIC);
+    let end_ns = clock_ns(ClockId::CLOCK_MONOTONIC);
     if rec.fused.is_none() {
         rec.fused = fresh_status(status, subscribed_at);
     }
@@ -195,9 +190,7 @@ pub fn run(socket: &Path, status: &Path, seconds: u64, out: &Path, nr_cpus: u32,
     let mut rec = record(socket, status, seconds, nr_cpus, stop)?;
     let window = rec.window.expect("record sets the window");
     for f in rec.fused.iter().flatten() {
-        if !rec.tasks.contains_key(&f.pid) {
-            rec.tasks.insert(f.pid, task_info(f.pid));
-        }
+        rec.tasks.entry(f.pid).or_insert_with(|| task_info(f.pid));
     }
     let (trace, s) = trace::build(&rec.events, &window, &rec.tasks, rec.fused.as_deref().unwrap_or_default());
     let data = trace.write_to_bytes().context("encoding the trace")?;
