@@ -312,8 +312,6 @@ pub fn parse_tag(s: &str) -> Result<Tag> {
     Ok(Tag { path, props })
 }
 
-const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
-
 /// The cgroup id the kernel uses for a cgroup2 directory: its inode number
 /// (what BPF reads as `cgrp->kn->id`). Refuses anything that is not a
 /// cgroup v2 directory, naming what is wrong.
@@ -322,14 +320,8 @@ pub fn cgroup_id(path: &Path) -> Result<u64> {
     if !md.is_dir() {
         bail!("cgroup {}: not a directory", path.display());
     }
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
-        .with_context(|| format!("cgroup {}: bad path", path.display()))?;
-    // SAFETY: statfs fills the zeroed struct; c is a valid C string.
-    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c.as_ptr(), &mut fs) } != 0 {
-        bail!("cgroup {}: {}", path.display(), std::io::Error::last_os_error());
-    }
-    if fs.f_type as i64 != CGROUP2_SUPER_MAGIC {
+    let fs = nix::sys::statfs::statfs(path).map_err(|e| anyhow::anyhow!("cgroup {}: {}", path.display(), std::io::Error::from(e)))?;
+    if fs.filesystem_type() != nix::sys::statfs::CGROUP2_SUPER_MAGIC {
         bail!("cgroup {}: not on a cgroup v2 mount (cgroup v1 and other filesystems cannot be tagged)", path.display());
     }
     Ok(md.ino())

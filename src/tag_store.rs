@@ -16,37 +16,23 @@ use crate::rules::{Facts, RuleSet};
 use crate::tag::{cgroup_id, Props, CGROUP_ROOT};
 use crate::tag_source::{decide, Found, Listed, Source};
 use anyhow::{bail, Context, Result};
-use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
 pub const XATTR: &str = "trusted.chameleon.tag";
 /// Where the first version stored tags; anyone owning the cgroup can write it.
 pub const UNTRUSTED_XATTR: &str = "user.chameleon.tag";
 
-fn cpath(path: &Path) -> Result<CString> {
-    CString::new(path.as_os_str().as_encoded_bytes()).with_context(|| format!("bad path {}", path.display()))
-}
-
-fn name() -> CString {
-    CString::new(XATTR).unwrap()
-}
+/// No valid tag is longer (a few fields of a few digits): a longer stored
+/// value is refused as such, not decoded.
+const MAX_TAG_LEN: usize = 256;
 
 /// The raw value of extended attribute `attr` of `path`, if set.
 fn get(path: &Path, attr: &str) -> Result<Option<Vec<u8>>> {
-    let c = cpath(path)?;
-    let a = CString::new(attr).unwrap();
-    let mut buf = [0u8; 256];
-    // SAFETY: getxattr writes at most buf.len() bytes into buf.
-    let n = unsafe { libc::getxattr(c.as_ptr(), a.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    if n < 0 {
-        let e = std::io::Error::last_os_error();
-        return match e.raw_os_error() {
-            Some(libc::ENODATA) => Ok(None),
-            Some(libc::ERANGE) => bail!("the tag stored on {} is longer than any valid tag", path.display()),
-            _ => Err(e).with_context(|| format!("reading the tag of {}", path.display())),
-        };
+    let v = xattr::get(path, attr).with_context(|| format!("reading the tag of {}", path.display()))?;
+    if v.as_ref().is_some_and(|v| v.len() > MAX_TAG_LEN) {
+        bail!("the tag stored on {} is longer than any valid tag", path.display());
     }
-    Ok(Some(buf[..n as usize].to_vec()))
+    Ok(v)
 }
 
 /// The tag stored on a cgroup, if any. A stored value that does not decode is
@@ -85,13 +71,8 @@ pub fn refuse_root(path: &Path) -> Result<()> {
 pub fn write(path: &Path, props: &Props) -> Result<()> {
     cgroup_id(path)?;
     refuse_root(path)?;
-    let c = cpath(path)?;
-    let v = props.encode();
-    // SAFETY: the value pointer and length describe v's bytes.
-    let r = unsafe { libc::setxattr(c.as_ptr(), name().as_ptr(), v.as_ptr().cast(), v.len(), 0) };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EPERM) || e.raw_os_error() == Some(libc::EACCES) {
+    if let Err(e) = xattr::set(path, XATTR, props.encode().as_bytes()) {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
             bail!("tagging {}: {e} (tagging needs root)", path.display());
         }
         return Err(e).with_context(|| format!("tagging {}", path.display()));
@@ -102,16 +83,11 @@ pub fn write(path: &Path, props: &Props) -> Result<()> {
 /// Remove a cgroup's tag. Returns whether it had one.
 pub fn remove(path: &Path) -> Result<bool> {
     cgroup_id(path)?;
-    let c = cpath(path)?;
-    // SAFETY: both are valid C strings.
-    if unsafe { libc::removexattr(c.as_ptr(), name().as_ptr()) } != 0 {
-        let e = std::io::Error::last_os_error();
-        return match e.raw_os_error() {
-            Some(libc::ENODATA) => Ok(false),
-            _ => Err(e).with_context(|| format!("untagging {}", path.display())),
-        };
+    match xattr::remove(path, XATTR) {
+        Ok(()) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("untagging {}", path.display())),
     }
-    Ok(true)
 }
 
 /// One cgroup with its own tag (if any), the tag in force (its own, else

@@ -70,6 +70,13 @@ line=$(scx_chameleon tags | grep "^/sys/fs/cgroup/seq/bad ")
 echo "$line" | grep -q "DAMAGED, no tag in force: the tag stored on /sys/fs/cgroup/seq/bad" ||
 	fail "damaged tag not reported: '$line'"
 ok "damaged tag reported: $line"
+# One longer than any tag (300 bytes): refused as such, not decoded.
+make_cgroup seq/long
+xattr set /sys/fs/cgroup/seq/long trusted.chameleon.tag "v1 level=1 $(printf '%0290d' 0)" || fail "cannot write a long tag"
+line=$(scx_chameleon tags | grep "^/sys/fs/cgroup/seq/long ")
+echo "$line" | grep -q "DAMAGED, no tag in force: the tag stored on /sys/fs/cgroup/seq/long is longer than any valid tag" ||
+	fail "long tag not reported: '$line'"
+ok "a 300-byte stored tag reported: $line"
 
 # The agent applies stored tags at start; the child inherits the tax; the
 # damaged and the delegated cgroups get nothing.
@@ -83,7 +90,7 @@ spin -g /sys/fs/cgroup/deleg 2 >/dev/null
 grep -qE "(demand|fuse) .*cgroup=$(stat -c %i /sys/fs/cgroup/seq/bad) " "$AGENT_LOG" && fail "the damaged cgroup inherited its parent's tag"
 grep -qE "(demand|fuse) .*cgroup=$(stat -c %i /sys/fs/cgroup/deleg) " "$AGENT_LOG" && fail "the delegated owner's tag was honoured"
 ok "no demand or fuse from seq/bad (damaged) or deleg (user.* only)"
-rmdir /sys/fs/cgroup/seq/bad /sys/fs/cgroup/deleg
+rmdir /sys/fs/cgroup/seq/bad /sys/fs/cgroup/seq/long /sys/fs/cgroup/deleg
 # A cgroup created while the agent runs inherits too (BPF cgroup_init).
 make_cgroup seq/late
 spin -g /sys/fs/cgroup/seq/late 2 >/dev/null
