@@ -4,6 +4,7 @@
 //! (scheduler.rs) runs one after the other and tells the node manager.
 
 use anyhow::{bail, Result};
+use scx_utils::Cpumask;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -69,22 +70,23 @@ fn check_in(sysfs: &Path, cpus: &[usize], park: bool, online: &[usize], parked: 
     Ok(())
 }
 
-/// "1,3-5" for a set of CPUs.
-pub fn list(cpus: &[usize]) -> String {
-    let mut v: Vec<usize> = cpus.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j { v[i].to_string() } else { format!("{}-{}", v[i], v[j]) });
-        i = j + 1;
+/// `cpus` as a mask of as many words as the largest needs.
+fn mask_of(cpus: &[usize]) -> Cpumask {
+    let words = cpus.iter().max().map_or(1, |&c| c / 64 + 1);
+    let mut m = Cpumask::from_vec(vec![0; words]);
+    for &c in cpus {
+        // In range: the mask has a bit for the largest.
+        let _ = m.set_cpu(c);
     }
-    out.join(",")
+    m
+}
+
+/// "1,3-5" for a set of CPUs ("" for none).
+pub fn list(cpus: &[usize]) -> String {
+    if cpus.is_empty() {
+        return String::new();
+    }
+    mask_of(cpus).to_cpulist()
 }
 
 /// Run the policy's `chameleon_park` program over `cpus`: returns how many
@@ -92,9 +94,12 @@ pub fn list(cpus: &[usize]) -> String {
 pub fn run_policy(prog: &libbpf_rs::ProgramMut<'_>, cpus: &[usize], park: bool) -> Result<u32> {
     const WORDS: usize = crate::bpf_intf::chameleon_consts_CHAMELEON_MAX_CPUS as usize / 64;
     let mut args = crate::bpf_intf::chameleon_park_args { mask: [0; WORDS], park: park as u32, pad: 0 };
-    for &c in cpus {
-        args.mask[c / 64] |= 1 << (c % 64);
+    let words = mask_of(cpus);
+    let words = words.as_raw_slice();
+    if words.len() > WORDS {
+        bail!("CPU {}: past the policy's {} CPUs", cpus.iter().max().copied().unwrap_or(0), WORDS * 64);
     }
+    args.mask[..words.len()].copy_from_slice(words);
     // SAFETY: chameleon_park_args is plain integers, read by the program as its context.
     let bytes = unsafe {
         std::slice::from_raw_parts_mut(
@@ -172,6 +177,7 @@ mod tests {
 
     #[test]
     fn lists_ranges() {
+        scx_utils::set_cpumask_test_width(64);
         assert_eq!(list(&[3, 1, 2, 5, 7, 8]), "1-3,5,7-8");
         assert_eq!(list(&[4]), "4");
     }

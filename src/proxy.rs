@@ -16,6 +16,7 @@
 //! (closed, or the process killed).
 
 use anyhow::{bail, Context, Result};
+use scx_utils::Cpumask;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -221,36 +222,39 @@ impl Proxy {
         Ok(())
     }
 
-    fn mask(&self, cpus: &[usize]) -> Vec<u64> {
-        let mut words = vec![0u64; self.nr_cpu_ids.div_ceil(64) as usize];
+    /// `cpus` as the module reads a mask: one word per 64 CPU ids, as many
+    /// words as its nr_cpu_ids needs.
+    fn mask(&self, cpus: &[usize]) -> Result<Cpumask> {
+        let mut m = Cpumask::from_vec(vec![0; self.nr_cpu_ids.div_ceil(64) as usize]);
         for &c in cpus {
-            if let Some(w) = words.get_mut(c / 64) {
-                *w |= 1 << (c % 64);
-            }
+            m.set_cpu(c).with_context(|| format!("CPU {c}: the module has CPU ids 0-{}", self.nr_cpu_ids.saturating_sub(1)))?;
         }
-        words
+        Ok(m)
     }
 
     /// PARK: returns the module's synchronous part in ns.
     pub fn park(&self, cpus: &[usize], holdoff_ms: u32) -> Result<u64> {
-        let mut words = self.mask(cpus);
+        let mask = self.mask(cpus)?;
+        let words = mask.as_raw_slice();
         let mut p = uapi::chameleon_proxy_park {
-            mask: words.as_mut_ptr() as u64,
+            mask: words.as_ptr() as u64,
             mask_words: words.len() as u32,
             holdoff_ms,
             ..Default::default()
         };
         // SAFETY: PARK reads and writes one chameleon_proxy_park, a live
-        // local whose mask pointer and size describe a live Vec.
+        // local, and only reads the mask its pointer and size describe
+        // (`mask`, alive until the call returns).
         unsafe { ioc::park(self.fd(), &mut p) }.context("PARK")?;
         Ok(p.critical_ns)
     }
 
     /// UNPARK: returns the module's synchronous part in ns.
     pub fn unpark(&self, cpus: &[usize]) -> Result<u64> {
-        let mut words = self.mask(cpus);
+        let mask = self.mask(cpus)?;
+        let words = mask.as_raw_slice();
         let mut u = uapi::chameleon_proxy_unpark {
-            mask: words.as_mut_ptr() as u64,
+            mask: words.as_ptr() as u64,
             mask_words: words.len() as u32,
             ..Default::default()
         };
