@@ -63,20 +63,19 @@ runas 1000 xattr set /sys/fs/cgroup/deleg trusted.chameleon.tag "v1 level=2 weig
 scx_chameleon tags | grep -q "^/sys/fs/cgroup/deleg " && fail "the owner's own tag is listed: $(scx_chameleon tags)"
 ok "a delegated owner's user.chameleon.tag is ignored and it cannot write trusted.*"
 
-# A damaged stored tag under a tagged parent: reported, not inherited over.
-make_cgroup seq/bad
-xattr set /sys/fs/cgroup/seq/bad trusted.chameleon.tag "v1 level=7 weight=x" || fail "cannot write a damaged tag"
-line=$(scx_chameleon tags | grep "^/sys/fs/cgroup/seq/bad ")
-echo "$line" | grep -q "DAMAGED, no tag in force: the tag stored on /sys/fs/cgroup/seq/bad" ||
-	fail "damaged tag not reported: '$line'"
-ok "damaged tag reported: $line"
+# damaged CGROUP VALUE WHY: a stored tag that does not decode, under the
+# tagged seq, is listed DAMAGED with WHY (and is not inherited over).
+damaged() {
+	make_cgroup seq/$1
+	xattr set /sys/fs/cgroup/seq/$1 trusted.chameleon.tag "$2" || fail "cannot write a damaged tag on seq/$1"
+	line=$(scx_chameleon tags | grep "^/sys/fs/cgroup/seq/$1 ")
+	echo "$line" | grep -q "DAMAGED, no tag in force: the tag stored on /sys/fs/cgroup/seq/$1$3" ||
+		fail "damaged tag on seq/$1 not reported: '$line'"
+	ok "damaged tag reported: $line"
+}
+damaged bad "v1 level=7 weight=x" ""
 # One longer than any tag (300 bytes): refused as such, not decoded.
-make_cgroup seq/long
-xattr set /sys/fs/cgroup/seq/long trusted.chameleon.tag "v1 level=1 $(printf '%0290d' 0)" || fail "cannot write a long tag"
-line=$(scx_chameleon tags | grep "^/sys/fs/cgroup/seq/long ")
-echo "$line" | grep -q "DAMAGED, no tag in force: the tag stored on /sys/fs/cgroup/seq/long is longer than any valid tag" ||
-	fail "long tag not reported: '$line'"
-ok "a 300-byte stored tag reported: $line"
+damaged long "v1 level=1 $(printf '%0290d' 0)" " is longer than any valid tag"
 
 # The agent applies stored tags at start; the child inherits the tax; the
 # damaged and the delegated cgroups get nothing.
