@@ -210,6 +210,34 @@ impl Props {
     }
 }
 
+/// Value parsers for `scx_chameleon tag --level/--weight/--tax/--smt/--prio`:
+/// clap refuses a bad value with the same message `Props::set` gives (a
+/// rule, `--tag`), before anything is read or written.
+pub mod arg {
+    use super::{Prio, Props, Smt};
+
+    fn one<T>(key: &str, v: &str, get: impl Fn(&Props) -> T) -> Result<T, String> {
+        let mut p = Props::default();
+        p.set(key, v).map(|_| get(&p)).map_err(|e| format!("{e:#}"))
+    }
+    pub fn level(v: &str) -> Result<u32, String> {
+        one("level", v, |p| p.level)
+    }
+    pub fn weight(v: &str) -> Result<u32, String> {
+        one("weight", v, |p| p.weight)
+    }
+    /// Hundredths, or TAX_AUTO for "auto".
+    pub fn tax(v: &str) -> Result<u32, String> {
+        one("tax", v, |p| p.tax)
+    }
+    pub fn smt(v: &str) -> Result<Smt, String> {
+        one("smt", v, |p| p.smt)
+    }
+    pub fn prio(v: &str) -> Result<Prio, String> {
+        one("prio", v, |p| p.prio)
+    }
+}
+
 pub fn parse_level(v: &str) -> Result<u32> {
     v.parse()
         .ok()
@@ -389,6 +417,21 @@ mod tests {
         assert!(Props::decode("v2 level=1").is_err(), "unknown version");
         assert!(Props::decode("v1 level=9").is_err(), "bad value");
         assert!(Props::decode("v1 level").is_err(), "not key=value");
+    }
+
+    #[test]
+    fn cli_values_are_checked_as_props_are() {
+        assert_eq!(arg::level("2"), Ok(2));
+        assert_eq!(arg::tax("auto"), Ok(TAX_AUTO));
+        assert_eq!(arg::tax("0.5"), Ok(50));
+        assert_eq!(arg::smt("uni"), Ok(Smt::Uni));
+        assert_eq!(arg::prio("high"), Ok(Prio::High));
+        let set_err = |k: &str, v: &str| format!("{:#}", Props::default().set(k, v).unwrap_err());
+        assert_eq!(arg::level("5").unwrap_err(), set_err("level", "5"));
+        assert_eq!(arg::weight("0").unwrap_err(), set_err("weight", "0"));
+        assert_eq!(arg::tax("NaN").unwrap_err(), set_err("tax", "NaN"));
+        assert_eq!(arg::smt("half").unwrap_err(), set_err("smt", "half"));
+        assert!(arg::prio("urgent").is_err());
     }
 
     #[test]

@@ -176,22 +176,22 @@ enum Cmd {
         /// cgroup v2 path, absolute or relative to /sys/fs/cgroup.
         cgroup: String,
         /// 1..3: an object of 2^level CPUs (default 1).
-        #[arg(long)]
-        level: Option<String>,
+        #[arg(long, value_parser = chameleon::tag::arg::level)]
+        level: Option<u32>,
         /// 1..10000: claim on contended CPUs, as cpu.weight W x 100 (default: the cgroup's cpu.weight).
-        #[arg(long)]
-        weight: Option<String>,
+        #[arg(long, value_parser = chameleon::tag::arg::weight)]
+        weight: Option<u32>,
         /// 0.01..100: cost of borrowed time (default 1); auto: each task's, set from its
         /// measured speed-up when fused.
-        #[arg(long)]
-        tax: Option<String>,
+        #[arg(long, value_parser = chameleon::tag::arg::tax)]
+        tax: Option<u32>,
         /// uni (sibling idle), smt (share the core, never fuse), kwork (user work here,
         /// kernel work on the sibling) or any (default).
-        #[arg(long)]
-        smt: Option<String>,
+        #[arg(long, value_parser = chameleon::tag::arg::smt)]
+        smt: Option<chameleon::tag::Smt>,
         /// high (served first on contended fast contexts) or normal (default).
-        #[arg(long)]
-        prio: Option<String>,
+        #[arg(long, value_parser = chameleon::tag::arg::prio)]
+        prio: Option<chameleon::tag::Prio>,
     },
     /// Remove a cgroup's own tag (descendants then inherit from above, if anything).
     Untag {
@@ -381,7 +381,8 @@ fn apply_now(socket: &std::path::Path, path: &std::path::Path) -> Result<String>
     }
 }
 
-fn tag_cmd(cgroup: &str, fields: [(&str, Option<String>); 5], socket: &std::path::Path) -> Result<()> {
+/// `set`: the properties given on the command line, over the stored ones.
+fn tag_cmd(cgroup: &str, set: impl FnOnce(&mut chameleon::tag::Props), socket: &std::path::Path) -> Result<()> {
     use chameleon::{tag, tag_store};
     require_root("tagging")?;
     let path = tag::cgroup_path(cgroup);
@@ -389,11 +390,7 @@ fn tag_cmd(cgroup: &str, fields: [(&str, Option<String>); 5], socket: &std::path
     tag_store::refuse_root(&path)?;
     // A damaged stored tag is replaced, from the defaults, by this one.
     let mut props = tag_store::read(&path).unwrap_or_default().unwrap_or_default();
-    for (key, value) in fields {
-        if let Some(v) = value {
-            props.set(key, &v)?;
-        }
-    }
+    set(&mut props);
     // A level no node can form would never be granted: refuse it now.
     let largest = chameleon::node::from_topology(&Default::default())?.iter().map(|n| n.slots.len()).max().unwrap_or(0);
     if (1usize << props.level) > largest {
@@ -531,8 +528,14 @@ fn run() -> Result<()> {
     match cli.cmd {
         Some(Cmd::Status { json }) => return status(&cli.status_file, &cli.control_socket, json),
         Some(Cmd::Tag { cgroup, level, weight, tax, smt, prio }) => {
-            let fields = [("level", level), ("weight", weight), ("tax", tax), ("smt", smt), ("prio", prio)];
-            return tag_cmd(&cgroup, fields, &cli.control_socket);
+            let set = move |p: &mut chameleon::tag::Props| {
+                p.level = level.unwrap_or(p.level);
+                p.weight = weight.unwrap_or(p.weight);
+                p.tax = tax.unwrap_or(p.tax);
+                p.smt = smt.unwrap_or(p.smt);
+                p.prio = prio.unwrap_or(p.prio);
+            };
+            return tag_cmd(&cgroup, set, &cli.control_socket);
         }
         Some(Cmd::Untag { cgroup }) => return untag_cmd(&cgroup, &cli.control_socket),
         Some(Cmd::Tags) => return tags_cmd(&cli.control_socket),
