@@ -152,12 +152,6 @@ pub fn untagged_runnable(per_cpu: impl IntoIterator<Item = u64>) -> usize {
     sum.max(0) as usize
 }
 
-/// The CPUs the kernel has online now.
-fn online_cpus() -> Option<Vec<usize>> {
-    let list = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
-    scx_utils::read_cpulist(list.trim()).ok()
-}
-
 impl Assigner {
     pub fn new(manager: NodeManager, tags: HashMap<u64, Props>, status: Status, reread_topology: Option<crate::node::TopologyOpts>) -> Self {
         Assigner {
@@ -447,7 +441,7 @@ impl Assigner {
     /// CPUs parked or unparked: the node manager no longer places objects on
     /// a parked CPU (the policy has split those it was part of already).
     pub fn set_parked(&mut self, map: &dyn MapCore, cpus: &[usize], park: bool) {
-        let online = online_cpus().unwrap_or_default();
+        let online = crate::node::online_cpus().unwrap_or_default();
         let mut changes = Vec::new();
         for &cpu in cpus {
             if park {
@@ -508,7 +502,7 @@ impl Assigner {
         }
         // A cpu_online/cpu_offline event lost (ring buffer full) would leave
         // the CPU list wrong for good: the kernel's own list decides.
-        if let Some(online) = online_cpus() {
+        if let Ok(online) = crate::node::online_cpus() {
             let cpus: Vec<usize> = self.manager.cpus().collect();
             for cpu in cpus {
                 changes.extend(self.manager.set_online(cpu, online.contains(&cpu) && !self.parked.contains(&cpu)));
@@ -538,6 +532,13 @@ impl Assigner {
     /// outnumber the pairs (None: nothing rotates, no need to wake for it).
     pub fn until_rotation(&self) -> Option<Duration> {
         self.manager.contended().then(|| self.share_period.saturating_sub(self.last_rotate.elapsed()))
+    }
+
+    /// How long past due the next rotation is, if it is due and the loop
+    /// woke for it (contended): its lateness, for the loop's histogram.
+    pub fn rotation_overdue(&self) -> Option<Duration> {
+        let since = self.last_rotate.elapsed();
+        (self.manager.contended() && !self.requesters.is_empty() && since >= self.share_period).then(|| since - self.share_period)
     }
 
     /// Start an accounting period if one is due: the node manager decides

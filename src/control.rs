@@ -17,7 +17,9 @@ use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use crate::signals::Doorbell;
 
 pub const DEFAULT_PATH: &str = "/run/scx_chameleon/control.sock";
 pub const VERSION: u32 = 1;
@@ -187,18 +189,59 @@ impl InstanceLock {
     }
 }
 
-/// The agent's end.
+/// The agent's end. Clients are served on threads of their own, never on
+/// the agent's loop: a client trickling its request (up to
+/// REQUEST_DEADLINE) or reading a long answer slowly holds only its own
+/// thread. What needs the loop's state goes to it through `handle`, which
+/// may wait for the answer.
 pub struct Server {
     listener: UnixListener,
     path: PathBuf,
     /// (device, inode) of the socket we bound: only that one is removed.
     ident: (u64, u64),
-    subscribers: std::cell::RefCell<Vec<UnixStream>>,
+    subscribers: Arc<Mutex<Vec<UnixStream>>>,
+    /// Set while serving: the acceptor's stop bell and thread.
+    acceptor: Option<(Arc<Doorbell>, std::thread::JoinHandle<()>)>,
 }
+
+/// Connections served at once; past it a client is told to come back.
+/// Only root's requests do anything, but anyone may connect: this bounds
+/// the threads a flood of idle connections makes.
+pub const MAX_CLIENTS: usize = 32;
+
+/// Answers valid requests, from the connection's thread.
+pub type Handler = Arc<dyn Fn(Request) -> Response + Send + Sync>;
 
 fn ident(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// One connection, start to end: root check, request, answer; a subscriber
+/// joins `subscribers` instead of closing.
+fn serve_one(mut stream: UnixStream, handle: &Handler, subscribers: &Mutex<Vec<UnixStream>>) {
+    let deadline = std::time::Instant::now() + REQUEST_DEADLINE;
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
+    let mut subscribe = false;
+    let resp = if !peer_is_root(&stream) {
+        Response::err("the control socket is for root only")
+    } else {
+        match read_line(&mut stream, deadline, MAX_MESSAGE).and_then(|d| parse_request(&d)) {
+            Ok(Request { op: Op::Subscribe, .. }) => {
+                subscribe = true;
+                Response::ok("subscribed")
+            }
+            Ok(req) => handle(req),
+            Err(e) => Response::err(format!("{e:#}")),
+        }
+    };
+    if let Ok(mut line) = serde_json::to_vec(&resp) {
+        line.push(b'\n');
+        if stream.write_all(&line).is_ok() && subscribe && stream.set_nonblocking(true).is_ok() {
+            subscribers.lock().unwrap_or_else(|e| e.into_inner()).push(stream);
+        }
+    }
 }
 
 impl Server {
@@ -222,52 +265,61 @@ impl Server {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
         listener.set_nonblocking(true)?;
         let ident = ident(path).context("the socket vanished after bind")?;
-        Ok(Server { listener, path: path.to_path_buf(), ident, subscribers: Default::default() })
+        Ok(Server { listener, path: path.to_path_buf(), ident, subscribers: Default::default(), acceptor: None })
     }
 
-    /// The listening socket: readable when a client is waiting (poll it
-    /// with the ring buffer instead of waking on a timer).
-    pub fn listen_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        use std::os::fd::AsFd;
-        self.listener.as_fd()
-    }
-
-    /// Serve every connection waiting now; `handle` acts on valid requests.
-    pub fn serve(&self, mut handle: impl FnMut(&Request) -> Response) {
-        while let Ok((mut stream, _)) = self.listener.accept() {
-            let deadline = std::time::Instant::now() + REQUEST_DEADLINE;
-            let _ = stream.set_nonblocking(false);
-            let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-            let mut subscribe = false;
-            let resp = if !peer_is_root(&stream) {
-                Response::err("the control socket is for root only")
-            } else {
-                match read_line(&mut stream, deadline, MAX_MESSAGE).and_then(|d| parse_request(&d)) {
-                    Ok(Request { op: Op::Subscribe, .. }) => {
-                        subscribe = true;
-                        Response::ok("subscribed")
+    /// Start serving: a thread accepts, and each connection gets a thread
+    /// of its own that calls `handle` for a valid request. Clients that
+    /// connected before this wait in the backlog and are served now.
+    pub fn start(&mut self, handle: Handler) -> Result<()> {
+        let listener = self.listener.try_clone().context("duplicating the control socket")?;
+        let stop = Doorbell::new()?;
+        let subscribers = self.subscribers.clone();
+        let bell = stop.clone();
+        let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let thread = std::thread::Builder::new()
+            .name("control".into())
+            .spawn(move || {
+                use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+                use std::os::fd::AsFd;
+                use std::sync::atomic::Ordering;
+                while !bell.requested() {
+                    let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN), PollFd::new(bell.fd(), PollFlags::POLLIN)];
+                    if poll(&mut fds, PollTimeout::NONE).is_err() {
+                        continue;
                     }
-                    Ok(req) => handle(&req),
-                    Err(e) => Response::err(format!("{e:#}")),
+                    while let Ok((mut stream, _)) = listener.accept() {
+                        if active.load(Ordering::Relaxed) >= MAX_CLIENTS {
+                            let _ = stream.set_nonblocking(true);
+                            let _ = stream.write_all(b"{\"ok\":false,\"error\":\"the agent is serving too many clients; try again\"}\n");
+                            continue;
+                        }
+                        active.fetch_add(1, Ordering::Relaxed);
+                        let (handle, subscribers, done) = (handle.clone(), subscribers.clone(), active.clone());
+                        let spawned = std::thread::Builder::new().name("control-client".into()).spawn(move || {
+                            serve_one(stream, &handle, &subscribers);
+                            done.fetch_sub(1, Ordering::Relaxed);
+                        });
+                        if spawned.is_err() {
+                            active.fetch_sub(1, Ordering::Relaxed);
+                        }
+                    }
                 }
-            };
-            if let Ok(mut line) = serde_json::to_vec(&resp) {
-                line.push(b'\n');
-                if stream.write_all(&line).is_ok() && subscribe && stream.set_nonblocking(true).is_ok() {
-                    self.subscribers.borrow_mut().push(stream);
-                }
-            }
-        }
+            })
+            .context("starting the control thread")?;
+        self.acceptor = Some((stop, thread));
+        Ok(())
     }
 
     pub fn has_subscribers(&self) -> bool {
-        !self.subscribers.borrow().is_empty()
+        !self.subscribers.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 
     /// Send one line to every subscriber; drop those gone or too slow (a
-    /// full socket buffer: they can reconnect).
+    /// full socket buffer: they can reconnect). Non-blocking writes: the
+    /// loop calls this.
     pub fn broadcast(&self, line: &[u8]) {
-        self.subscribers.borrow_mut().retain_mut(|s| match s.write(line) {
+        self.subscribers.lock().unwrap_or_else(|e| e.into_inner()).retain_mut(|s| match s.write(line) {
             Ok(n) => n == line.len(),
             Err(_) => false,
         });
@@ -275,8 +327,15 @@ impl Server {
 }
 
 impl Drop for Server {
-    /// Remove the socket only if it is still ours (not one a later agent bound).
+    /// Stop accepting (clients being served finish on their own threads,
+    /// whose requests to a gone loop are answered with an error), then
+    /// remove the socket only if it is still ours (not one a later agent
+    /// bound).
     fn drop(&mut self) {
+        if let Some((stop, thread)) = self.acceptor.take() {
+            stop.request();
+            let _ = thread.join();
+        }
         if ident(&self.path) == Some(self.ident) {
             let _ = std::fs::remove_file(&self.path);
         }
@@ -353,7 +412,7 @@ mod tests {
     fn server_answers_garbage_and_keeps_serving() {
         let dir = std::env::temp_dir().join(format!("chameleon-ctl-{}", std::process::id()));
         let path = dir.join("control.sock");
-        let server = Server::bind(&path).unwrap();
+        let mut server = Server::bind(&path).unwrap();
         let talk = |data: &[u8]| {
             let mut s = UnixStream::connect(&path).unwrap();
             s.write_all(data).unwrap();
@@ -364,11 +423,14 @@ mod tests {
         // the same way, tested in the VM.
         let mut bad = talk(b"garbage\n");
         let mut good = talk(b"{\"v\":1,\"op\":\"ping\"}\n");
-        let mut seen = Vec::new();
-        server.serve(|req| {
-            seen.push(req.clone());
-            Response::ok("pong")
-        });
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        server
+            .start(Arc::new(move |req| {
+                log.lock().unwrap().push(req);
+                Response::ok("pong")
+            }))
+            .unwrap();
         let answer = |s: &mut UnixStream| -> Response {
             let deadline = std::time::Instant::now() + Duration::from_secs(5);
             serde_json::from_slice(&read_line(s, deadline, MAX_ANSWER).unwrap()).unwrap()
@@ -377,7 +439,7 @@ mod tests {
         if nix::unistd::geteuid().is_root() {
             assert!(!a.ok && a.error.unwrap().contains("not JSON"));
             assert!(answer(&mut good).ok);
-            assert_eq!(seen, vec![Request { v: 1, op: Op::Ping }]);
+            assert_eq!(*seen.lock().unwrap(), vec![Request { v: 1, op: Op::Ping }]);
         } else {
             assert!(!a.ok && a.error.unwrap().contains("root only"));
         }
@@ -394,13 +456,14 @@ mod tests {
     }
 
     #[test]
-    fn a_trickling_client_is_cut_off_at_the_request_deadline() {
+    fn a_trickling_client_holds_up_nobody_and_is_cut_off_at_the_deadline() {
         let dir = scratch("trickle");
         let path = dir.join("control.sock");
-        let server = Server::bind(&path).unwrap();
+        let mut server = Server::bind(&path).unwrap();
+        server.start(Arc::new(|_| Response::ok("pong"))).unwrap();
         let writer_path = path.clone();
         // One byte every 100 ms, never a newline: without a whole-request
-        // deadline each read would succeed and the agent would wait 400 s.
+        // deadline each read would succeed and the agent would wait 4 s.
         let trickler = std::thread::spawn(move || {
             let mut s = UnixStream::connect(&writer_path).unwrap();
             for _ in 0..40 {
@@ -414,12 +477,14 @@ mod tests {
             answer
         });
         std::thread::sleep(Duration::from_millis(50));
-        let t0 = std::time::Instant::now();
-        server.serve(|_| Response::ok("unexpected"));
-        let took = t0.elapsed();
-        assert!(took < REQUEST_DEADLINE * 3, "serve() held for {took:?}");
+        // Another client meanwhile is answered while the trickler still
+        // trickles: served on its own thread, not after it.
+        let ping = send_within(&path, Op::Ping, Duration::from_secs(30)).unwrap();
+        let trickling = !trickler.is_finished();
         let answer = trickler.join().unwrap();
         if nix::unistd::geteuid().is_root() {
+            assert!(ping.ok, "{ping:?}");
+            assert!(trickling, "the ping was answered only after the trickler was done");
             assert!(answer.contains("did not arrive within 500 ms"), "{answer}");
         }
         drop(server);

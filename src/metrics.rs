@@ -71,6 +71,22 @@ pub struct Metrics {
     #[stat(desc = "the kernel's sched_ext event counters for this scheduler (bypass_duration in ns)")]
     #[serde(default)]
     pub kernel_events: BTreeMap<String, u64>,
+    /// The loop's lateness (lateness.rs): how late each tick and rotation
+    /// ran after it was due. Per bucket, keyed by its upper bound in µs
+    /// ("inf" for the open one), not cumulative; exported as one
+    /// OpenMetrics histogram with the sum below.
+    #[stat(desc = "ticks and rotations of the agent's loop by how late they ran, per bucket (upper bound in us; not cumulative)")]
+    #[serde(default)]
+    pub loop_late_us: BTreeMap<String, u64>,
+    #[stat(desc = "sum of the loop's lateness, us")]
+    #[serde(default)]
+    pub loop_late_sum_us: u64,
+    #[stat(desc = "the loop's lateness: 99th percentile since the start (bucket bound), us")]
+    #[serde(default)]
+    pub loop_late_p99_us: u64,
+    #[stat(desc = "the loop's lateness: the largest since the start, us")]
+    #[serde(default)]
+    pub loop_late_max_us: u64,
     /// When the agent read the counters above (it does once a second), so a
     /// reader polling at another pace takes rates over the agent's period,
     /// not its own (at 0.5 s it would see 0 and twice the rate in turn).
@@ -80,10 +96,15 @@ pub struct Metrics {
 }
 
 /// Fields that describe the sample, not the machine: not exported.
-const NOT_EXPORTED: &[&str] = &["sampled_ms"];
+const NOT_EXPORTED: &[&str] = &["sampled_ms", "loop_late_sum_us"];
+
+/// Fields exported as one OpenMetrics histogram (with NOT_EXPORTED's
+/// `loop_late_sum_us` as its sum).
+const HISTOGRAMS: &[&str] = &["loop_late_us"];
 
 /// Fields that are a level now, not a running count (OpenMetrics gauges).
-const GAUGES: &[&str] = &["run_id", "proxy_module_loaded", "proxy_kfuncs_bound", "proxy_lent_cpus", "proxy_irqs_moved"];
+const GAUGES: &[&str] =
+    &["run_id", "proxy_module_loaded", "proxy_kfuncs_bound", "proxy_lent_cpus", "proxy_irqs_moved", "loop_late_p99_us", "loop_late_max_us"];
 
 /// Fields that are a set of counters of one family, told apart by a label
 /// (field, label name): one TYPE line, one sample per key.
@@ -144,6 +165,31 @@ impl Metrics {
         self
     }
 
+    /// The loop's lateness histogram (lateness.rs).
+    pub fn with_lateness(mut self, l: &crate::lateness::Lateness) -> Metrics {
+        self.loop_late_us = l
+            .counts
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (crate::lateness::BOUNDS_US.get(i).map_or("inf".to_string(), |b| b.to_string()), c))
+            .collect();
+        self.loop_late_sum_us = l.sum_us;
+        self.loop_late_p99_us = l.quantile_us(0.99).unwrap_or(0);
+        self.loop_late_max_us = l.max_us;
+        self
+    }
+
+    /// The histogram back from its exported form (a reader's side).
+    pub fn lateness(&self) -> crate::lateness::Lateness {
+        let bounds = crate::lateness::BOUNDS_US;
+        let mut counts = vec![0; bounds.len() + 1];
+        for (k, &c) in &self.loop_late_us {
+            let i = k.parse::<u64>().ok().and_then(|b| bounds.iter().position(|&x| x == b)).unwrap_or(bounds.len());
+            counts[i] += c;
+        }
+        crate::lateness::Lateness { counts, sum_us: self.loop_late_sum_us, max_us: self.loop_late_max_us }
+    }
+
     pub fn with_run_id(mut self, run_id: Option<u64>) -> Metrics {
         self.run_id = run_id.unwrap_or(0);
         self
@@ -166,6 +212,10 @@ impl Metrics {
                 continue;
             }
             let desc = field.attrs.desc.clone().unwrap_or_default();
+            if HISTOGRAMS.contains(&name.as_str()) {
+                registry.register_with_unit(name.trim_end_matches("_us"), desc, prometheus_client::registry::Unit::Seconds, LateHistogram(self.lateness()));
+                continue;
+            }
             if let Some((_, label)) = LABELLED.iter().find(|(f, _)| f == name) {
                 let family = Family::<Vec<(String, String)>, Counter<u64, AtomicU64>>::default();
                 for (key, value) in v.get(name).and_then(|x| x.as_object()).into_iter().flatten() {
@@ -188,6 +238,27 @@ impl Metrics {
         let mut out = String::new();
         encode(&mut out, &registry).expect("writing to a String cannot fail");
         out
+    }
+}
+
+/// A histogram already counted (lateness.rs), encoded as OpenMetrics'
+/// histogram type: prometheus-client's own Histogram only counts what it
+/// observes itself.
+#[derive(Debug)]
+struct LateHistogram(crate::lateness::Lateness);
+
+impl prometheus_client::encoding::EncodeMetric for LateHistogram {
+    fn encode(&self, mut encoder: prometheus_client::encoding::MetricEncoder) -> Result<(), std::fmt::Error> {
+        encoder.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            self.0.sum_us as f64 / 1e6,
+            self.0.count(),
+            &self.0.buckets_s(),
+            None,
+        )
+    }
+
+    fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+        prometheus_client::metrics::MetricType::Histogram
     }
 }
 
@@ -250,13 +321,29 @@ mod tests {
         assert!(text.ends_with("# EOF\n"));
         // Every field but kernel_events, a family with no sample here (the
         // encoder leaves out a family with none).
-        assert_eq!(text.matches("# TYPE").count(), 24);
+        assert_eq!(text.matches("# TYPE").count(), 27);
         // The policy's broken-invariant counters are exported, as counters.
         for name in ["invariant_lent_to_non_rep", "invariant_owner_gone", "invariant_queue_forbidden"] {
             assert!(text.contains(&format!("# TYPE chameleon_{name} counter\n")), "{name}: {text}");
         }
         assert!(text.contains("chameleon_proxy_module_loaded 0\n"), "no module: loaded 0\n{text}");
         assert!(!text.contains("sampled_ms"), "the sample's time is not a metric: {text}");
+    }
+
+    #[test]
+    fn the_loops_lateness_is_one_histogram_in_seconds() {
+        let mut l = crate::lateness::Lateness::default();
+        l.record(std::time::Duration::from_micros(3));
+        l.record(std::time::Duration::from_millis(300));
+        let m = Metrics::default().with_lateness(&l);
+        assert_eq!(m.loop_late_p99_us, 300_000);
+        assert_eq!(m.lateness(), l, "read back from the exported form");
+        let text = m.openmetrics();
+        assert!(text.contains("# TYPE chameleon_loop_late_seconds histogram\n"), "{text}");
+        assert!(text.contains("chameleon_loop_late_seconds_count 2\n"), "{text}");
+        assert!(text.contains("chameleon_loop_late_seconds_bucket{le=\"4e-6\"} 1\n") || text.contains("le=\"0.000004\"} 1\n"), "{text}");
+        assert!(text.contains("chameleon_loop_late_seconds_bucket{le=\"+Inf\"} 2\n"), "{text}");
+        assert!(text.contains("# TYPE chameleon_loop_late_p99_us gauge\n"), "{text}");
     }
 
     #[test]

@@ -33,6 +33,12 @@ pub struct TopologyOpts {
     pub mix_core_types: bool,
 }
 
+/// The CPUs the kernel has online now.
+pub fn online_cpus() -> Result<Vec<usize>> {
+    let list = std::fs::read_to_string("/sys/devices/system/cpu/online").context("reading /sys/devices/system/cpu/online")?;
+    scx_utils::read_cpulist(list.trim())
+}
+
 /// Nodes from the machine's topology: one per LLC and core capacity,
 /// including CPUs that are offline now (they may come online; the manager
 /// skips offline slots).

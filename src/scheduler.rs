@@ -11,11 +11,15 @@ use crate::assign::Assigner;
 use crate::event::Event;
 use crate::node_manager::NodeManager;
 use crate::control::{Op, Response, Server};
+use crate::inbox::{Inbox, ToLoop};
+use crate::lateness::Lateness;
+use crate::module_worker::ModuleWorker;
+use crate::tag_worker::{TagCmd, TagWorker};
 use crate::status::Status;
 use crate::stats::Totals;
 use crate::signals::{Doorbell, Shutdown};
-use crate::tag::{self, Tag};
-use crate::tag_apply::{apply_and_announce, TagInputs, TagsGen};
+use crate::tag::Tag;
+use crate::tag_apply::{TagInputs, TagsGen};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBufferBuilder};
 use std::cell::RefCell;
@@ -177,13 +181,19 @@ pub struct Scheduler<'a> {
     opts: Opts,
     nr_cpus: usize,
     assign: Assigner,
-    /// --tag and the rules file (in force for this run, with the stored tags).
-    inputs: TagInputs,
+    /// What the helper threads hand the loop (inbox.rs).
+    inbox: Inbox,
+    /// Applies --tag, the stored tags and the rules file (tag_worker.rs).
+    tags: TagWorker,
+    /// Serves clients on threads of its own (control.rs).
     control: Server,
+    /// The module's ioctls (module_worker.rs), with its own hold on `proxy`.
+    module: Option<ModuleWorker>,
     /// The companion module, if loaded (/dev/chameleon_proxy). Dropped after
-    /// `skel` (fields drop in order, after Drop::drop has detached): its RESET
-    /// comes once the policy can lend no more.
-    proxy: Option<crate::proxy::Proxy>,
+    /// `skel` (fields drop in order, after Drop::drop has detached), and
+    /// after `module`, the other holder: its RESET comes once the policy can
+    /// lend no more.
+    _proxy: Option<std::sync::Arc<crate::proxy::Proxy>>,
     /// Latest counters, served on the scx_stats socket.
     metrics: std::sync::Arc<std::sync::Mutex<crate::metrics::Metrics>>,
     _stats_server: scx_stats::prelude::StatsServer<(), ()>,
@@ -289,12 +299,6 @@ fn report_verifier(skel: &BpfSkel) {
     crate::out!("verifier: total_insns={total} ({})", each.join(", "));
 }
 
-fn online_cpus() -> Result<Vec<usize>> {
-    let list = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .context("reading /sys/devices/system/cpu/online")?;
-    scx_utils::read_cpulist(list.trim())
-}
-
 impl<'a> Scheduler<'a> {
     pub fn init(opts: &Opts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
         Self::init_with(opts, None, open_object)
@@ -346,7 +350,7 @@ impl<'a> Scheduler<'a> {
         // descendants without their own.
         let mut extra = Vec::new();
         for t in &opts.tags {
-            tag::cgroup_id(&t.path)?;
+            crate::tag::cgroup_id(&t.path)?;
             extra.push((t.path.clone(), t.props));
         }
         let nodes = match &opts.node_cpus {
@@ -387,7 +391,7 @@ impl<'a> Scheduler<'a> {
             (None, None) => None,
         };
         let mut inputs = TagInputs::new(extra, opts.rules.clone(), rules, largest);
-        let mut manager = NodeManager::new(nodes, online_cpus()?, opts.max_level);
+        let mut manager = NodeManager::new(nodes, crate::node::online_cpus()?, opts.max_level);
         manager.set_boost_threshold(opts.boost_threshold);
         // The module's state is ours from here, and goes with the Proxy
         // (its drop resets) or with our file (the module's release): any
@@ -406,7 +410,7 @@ impl<'a> Scheduler<'a> {
             (None, None) => {}
         }
 
-        let control = Server::bind(&opts.control_path)?;
+        let mut control = Server::bind(&opts.control_path)?;
         let skel = scx_ops_load!(skel, chameleon_ops, uei)?;
         let tag_ids = crate::tag_apply::apply(&skel.maps.tags, &mut inputs)?.tags;
         write_steal_orders(&skel.maps.steal_orders, nr_cpus)?;
@@ -432,6 +436,20 @@ impl<'a> Scheduler<'a> {
                 info!("emulating fused processors: {how:?}");
             }
         }
+        // The helper threads, last: each step before can fail, and they
+        // need the loaded maps.
+        let inbox = Inbox::new()?;
+        let tags_map = libbpf_rs::MapHandle::try_from(&skel.maps.tags).context("a handle on the tags map")?;
+        let tags = TagWorker::start(tags_map, inputs, inbox.mailbox())?;
+        let proxy = proxy.map(std::sync::Arc::new);
+        let module = match &proxy {
+            Some(p) => {
+                let kfuncs = skel.maps.bss_data.as_ref().is_some_and(|b| b.proxy_on);
+                Some(ModuleWorker::start(p.clone(), kfuncs, inbox.mailbox())?)
+            }
+            None => None,
+        };
+        control.start(crate::inbox::router(inbox.mailbox(), tags.sender()))?;
         info!(
             "scx_chameleon attached: {} CPUs, slice {} us, min granularity {} us, lending bound {} ms, watchdog {} ms",
             nr_cpus, opts.slice_us, opts.min_gran_us, opts.lend_wait_ms, opts.watchdog_timeout_ms
@@ -444,9 +462,11 @@ impl<'a> Scheduler<'a> {
             assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path).with_run_id(opts.run_id), opts.node_cpus.is_none().then(|| opts.topology.clone()))
                 .without_exit_notice(opts.no_exit_notice)
                 .with_share_period(Duration::from_millis(opts.share_period_ms)),
-            inputs,
+            inbox,
+            tags,
             control,
-            proxy,
+            module,
+            _proxy: proxy,
             metrics,
             _stats_server: stats_server,
         })
@@ -479,50 +499,26 @@ impl<'a> Scheduler<'a> {
         let assignments = &self.skel.maps.assignments;
         let tag_map = &self.skel.maps.tags;
         let assign = &mut self.assign;
-        let inputs = &mut self.inputs;
         // BPF reads tags_gen at every enqueue; only this loop writes it.
         let word = NonNull::from(&mut self.skel.maps.bss_data.as_mut().expect(".bss is mapped").tags_gen);
         // SAFETY: the .bss stays mapped while self.skel lives, which outlives
         // this loop, and nothing else in the agent writes tags_gen.
         let tags_gen = unsafe { TagsGen::new(word) };
         let control = &self.control;
-        let proxy = &self.proxy;
+        let inbox = &self.inbox;
+        let module = self.module.as_ref();
+        let to_tags = self.tags.sender();
         let park_prog = &self.skel.progs.chameleon_park;
         let nr_cpus = self.nr_cpus;
-        // The module's counters, read once a second (below), for the status.
-        let module: RefCell<Option<crate::status::ModuleStatus>> = RefCell::new(None);
+        // The module's counters as its thread last read them, for the status.
+        let mut module_status: Option<crate::status::ModuleStatus> = module.and_then(|m| m.status());
         let skel = &self.skel;
-        let serve = |assign: &mut Assigner, inputs: &mut TagInputs| {
-            control.serve(|req| match &req.op {
-                Op::Park { cpus, holdoff_ms } => park_op(assign, assignments, park_prog, proxy.as_ref(), nr_cpus, cpus, Some(holdoff_ms.unwrap_or(crate::proxy::DEFAULT_HOLDOFF_MS))),
-                Op::Unpark { cpus } => park_op(assign, assignments, park_prog, proxy.as_ref(), nr_cpus, cpus, None),
-                Op::Ping => Response::ok(format!("scx_chameleon {} pid {}", env!("CARGO_PKG_VERSION"), std::process::id())),
-                Op::Status => {
-                    let parked = assign.parked().iter().copied().collect();
-                    Response::status(&assign.snapshot(live_status(skel, nr_cpus, parked, module.borrow().clone())))
-                }
-                // Answered by the server itself, which keeps the connection.
-                Op::Subscribe => Response::ok("subscribed"),
-                Op::Reload { cgroup } => {
-                    if let Err(e) = tag::cgroup_id(cgroup) {
-                        return Response::err(format!("{e:#}"));
-                    }
-                    match apply_and_announce(tag_map, inputs, assign, tags_gen) {
-                        Ok(a) => Response::ok(format!("{} cgroups tagged", a.tags.len())),
-                        Err(e) => Response::err(format!("{e:#}")),
-                    }
-                }
-                Op::ReloadRules => match crate::tag_apply::reload_and_apply(tag_map, inputs, assign, tags_gen) {
-                    Ok(detail) => Response::ok(detail),
-                    Err(e) => Response::err(format!("{e:#}")),
-                },
-                // Applied first, so the list is what is in force.
-                Op::Tags => match apply_and_announce(tag_map, inputs, assign, tags_gen) {
-                    Ok(a) => Response::tags(a.entries.iter().filter_map(|e| e.listed()).collect()),
-                    Err(e) => Response::err(format!("{e:#}")),
-                },
-            })
-        };
+        // A park or unpark waiting for the module (park_op.rs), and the id
+        // of the last one asked.
+        let mut parking: Option<crate::park_op::Pending> = None;
+        let mut park_id = 0u64;
+        // How late each tick and rotation ran (lateness.rs).
+        let mut lateness = Lateness::default();
         let drain = |assign: &mut Assigner, nr_events: &mut u64| {
             let evs: Vec<Event> = std::mem::take(&mut *queue.borrow_mut());
             let stream = control.has_subscribers();
@@ -550,7 +546,6 @@ impl<'a> Scheduler<'a> {
         let mut last_status = Instant::now().checked_sub(Duration::from_secs(1)).unwrap_or_else(Instant::now);
         let mut invariants_seen = 0u64;
         let mut last_tick = Instant::now();
-        let mut last_rules = Instant::now();
         let panic_at = self.opts.test_panic_after.map(|d| Instant::now() + d);
         while !shutdown.requested() && !uei_exited!(&self.skel, uei) {
             // Sleep until an event, a client or the next sample is due: an
@@ -564,10 +559,6 @@ impl<'a> Scheduler<'a> {
             // it: one wakeup, not two (every wakeup of this loop under a
             // 30 ms rotation is CPU time taken from the tasks it shares).
             let mut timeout = next_wakeup(tick_in, every, assign.until_rotation());
-            // Rules apply to cgroups as they appear and as processes move in.
-            if inputs.has_rules() {
-                timeout = timeout.min(RULES_EVERY.saturating_sub(last_rules.elapsed()));
-            }
             if let Some(at) = panic_at {
                 let now = Instant::now();
                 if now >= at {
@@ -575,33 +566,71 @@ impl<'a> Scheduler<'a> {
                 }
                 timeout = timeout.min(at - now);
             }
-            let ready = wait_readable(&[rb_fd, control.listen_fd(), shutdown.fd(), hup.fd()], timeout)
+            wait_readable(&[rb_fd, inbox.fd(), shutdown.fd(), hup.fd()], timeout)
                 .context("waiting for events and clients")?;
             if let Err(e) = rb.consume() {
                 return Err(e).context("reading the event ring buffer");
             }
             drain(assign, &mut nr_events);
-            // Only with a client waiting: an accept() that finds none still
-            // makes a socket file and frees it through RCU (50 a second).
-            if ready[1] {
-                serve(assign, inputs);
+            for msg in inbox.drain() {
+                match msg {
+                    ToLoop::Control(req, reply) => match req.op {
+                        Op::Status => {
+                            let parked = assign.parked().iter().copied().collect();
+                            let _ = reply.send(Response::status(&assign.snapshot(live_status(skel, nr_cpus, parked, module_status.clone()))));
+                        }
+                        Op::Park { cpus: list, holdoff_ms } => {
+                            park_id += 1;
+                            let holdoff = Some(holdoff_ms.unwrap_or(crate::proxy::DEFAULT_HOLDOFF_MS));
+                            let started = crate::park_op::start(assign, assignments, park_prog, module, parking.is_some(), park_id, nr_cpus, &list, holdoff, reply);
+                            parking = parking.or(started);
+                        }
+                        Op::Unpark { cpus: list } => {
+                            park_id += 1;
+                            let started = crate::park_op::start(assign, assignments, park_prog, module, parking.is_some(), park_id, nr_cpus, &list, None, reply);
+                            parking = parking.or(started);
+                        }
+                        _ => {
+                            let _ = reply.send(Response::err("not a request the loop answers"));
+                        }
+                    },
+                    ToLoop::Tags { tags, changed, reply } => {
+                        if changed || &tags != assign.tags() {
+                            assign.set_tags(tags);
+                        }
+                        if changed {
+                            tags_gen.bump();
+                        }
+                        if let Some((reply, r)) = reply {
+                            let _ = reply.send(r);
+                        }
+                    }
+                    ToLoop::ModuleDone { id, result } => {
+                        if let Some(p) = parking.take_if(|p| p.id == id) {
+                            crate::park_op::finish(assign, assignments, park_prog, p, Some(result));
+                        }
+                    }
+                }
             }
             if hup.take() {
                 // Logged either way; a bad file keeps the rules in force.
-                let _ = crate::tag_apply::reload_and_apply(tag_map, inputs, assign, tags_gen);
+                let _ = to_tags.send(TagCmd::ReloadRules(None));
             }
-            if inputs.has_rules() && last_rules.elapsed() >= RULES_EVERY {
-                last_rules = Instant::now();
-                if let Err(e) = apply_and_announce(tag_map, inputs, assign, tags_gen) {
-                    crate::tag_apply::warn_failed(&e);
-                }
-            }
+            let overdue = assign.rotation_overdue();
             let rotated = assign.rotate(assignments, &self.skel.maps.cg_weights);
+            if let (true, Some(late)) = (rotated, overdue) {
+                lateness.record(late);
+            }
             // Sampled on the clock only: a wakeup by an event (a split when an
             // untagged task takes a representative...) is not a fair moment to
             // count untagged tasks (alloc_weights saw a phantom load of 1-2).
             // A rotation is on the clock too.
-            if tick_due(last_tick.elapsed(), every, rotated) {
+            let since = last_tick.elapsed();
+            if tick_due(since, every, rotated) {
+                // A tick carried by a rotation was timed with it.
+                if !rotated {
+                    lateness.record(since.saturating_sub(every));
+                }
                 last_tick = Instant::now();
                 let untagged = self.skel.maps.bss_data.as_ref().map_or(0, |b| {
                     crate::assign::untagged_runnable(b.cpu_stats[..self.nr_cpus].iter().map(|c| c.nr_untagged))
@@ -611,8 +640,11 @@ impl<'a> Scheduler<'a> {
             let force = last_status.elapsed() >= Duration::from_secs(1);
             if force {
                 last_status = Instant::now();
-                let kfuncs = self.skel.maps.bss_data.as_ref().is_some_and(|b| b.proxy_on);
-                *module.borrow_mut() = self.proxy.as_ref().and_then(|p| p.status(kfuncs).map_err(|e| warn!("chameleon_proxy STATS: {e:#}")).ok());
+                if let Some(m) = module {
+                    let kfuncs = self.skel.maps.bss_data.as_ref().is_some_and(|b| b.proxy_on);
+                    m.kfuncs.store(kfuncs, std::sync::atomic::Ordering::Relaxed);
+                    module_status = m.status();
+                }
                 let bss = self.skel.maps.bss_data.as_ref().expect(".bss is mapped");
                 let dropped = bss.nr_events_dropped;
                 // Each increase is a policy bug: said in the log, which every VM test checks.
@@ -623,14 +655,15 @@ impl<'a> Scheduler<'a> {
                 }
                 let mut m = crate::metrics::Metrics::from_totals(&totals(&self.skel, self.nr_cpus), dropped)
                     .with_invariants([bss.invariants.lent_to_non_rep, bss.invariants.owner_gone, bss.invariants.queue_forbidden], bss.nr_demand_dropped)
-                    .with_module(module.borrow().as_ref())
+                    .with_module(module_status.as_ref())
+                    .with_lateness(&lateness)
                     .with_run_id(self.opts.run_id);
                 m.sampled_ms = crate::metrics::monotonic_ms();
                 *self.metrics.lock().unwrap() = m;
             }
             if assign.status_due(force) {
                 let parked = assign.parked().iter().copied().collect();
-                assign.write_status(live_status(&self.skel, self.nr_cpus, parked, module.borrow().clone()));
+                assign.write_status(live_status(&self.skel, self.nr_cpus, parked, module_status.clone()));
             }
             if let Some(every) = stats_interval {
                 if last_print.elapsed() >= every {
@@ -716,7 +749,7 @@ impl Drop for RtWhileAttaching {
 impl Scheduler<'_> {
     /// The rules in force, to carry across a restart (`init_with`).
     pub fn take_rules(&mut self) -> Option<crate::rules::RuleSet> {
-        self.inputs.rules.take()
+        self.tags.stop().and_then(|inputs| inputs.rules)
     }
 }
 
@@ -728,69 +761,11 @@ impl Drop for Scheduler<'_> {
     }
 }
 
-/// `park` (`holdoff_ms` given) or `unpark` CPULIST: the policy's critical
-/// part (chameleon_park), then the module's (IRQs now, offline after the
-/// hold-off), then the node manager. Timed from the request's arrival.
-fn park_op(
-    assign: &mut Assigner,
-    map: &dyn MapCore,
-    prog: &libbpf_rs::ProgramMut<'_>,
-    proxy: Option<&crate::proxy::Proxy>,
-    nr_cpus: usize,
-    list: &str,
-    holdoff_ms: Option<u32>,
-) -> Response {
-    let park = holdoff_ms.is_some();
-    let cpus = match scx_utils::read_cpulist(list.trim()) {
-        Ok(c) => c,
-        Err(e) => return Response::err(format!("'{list}': not a CPU list ({e:#})")),
-    };
-    let online = online_cpus().unwrap_or_default();
-    if let Err(e) = crate::park::check(&cpus, park, &online, assign.parked(), nr_cpus) {
-        return Response::err(format!("{e:#}"));
-    }
-    let what = crate::park::list(&cpus);
-    let t0 = Instant::now();
-    if let Err(e) = crate::park::run_policy(prog, &cpus, park) {
-        return Response::err(format!("the policy's chameleon_park: {e:#}"));
-    }
-    let policy_ns = t0.elapsed().as_nanos() as u64;
-    let module = proxy.map(|p| match holdoff_ms {
-        Some(h) => p.park(&cpus, h),
-        None => p.unpark(&cpus),
-    });
-    if let Some(Err(e)) = &module {
-        // All or nothing: the policy's part is undone.
-        let _ = crate::park::run_policy(prog, &cpus, !park);
-        return Response::err(format!("chameleon_proxy: {e:#}"));
-    }
-    let total_us = t0.elapsed().as_micros();
-    assign.set_parked(map, &cpus, park);
-    let detail = match (module, holdoff_ms) {
-        (Some(Ok(m)), Some(h)) => format!(
-            "parked {what} in {total_us} us (policy {} us, module {} us); offline in {h} ms unless unparked",
-            policy_ns / 1000, m / 1000
-        ),
-        (Some(Ok(m)), None) => format!(
-            "unparked {what} in {total_us} us (policy {} us, module {} us); any the module took offline come back online now",
-            policy_ns / 1000, m / 1000
-        ),
-        (_, Some(_)) => format!("parked {what} in {total_us} us, in the scheduler only (no chameleon_proxy module: they stay online, idle)"),
-        (_, None) => format!("unparked {what} in {total_us} us"),
-    };
-    info!("{detail}");
-    Response::ok(detail)
-}
-
 /// How often the loop samples the untagged load and ages sleepers while a
 /// tagged task is known; and otherwise (the status file and the metrics are
 /// refreshed once a second).
 const TICK_BUSY: Duration = Duration::from_millis(20);
 const TICK_IDLE: Duration = Duration::from_secs(1);
-/// How often rules are matched again (cgroups created, processes moved in):
-/// a walk of the cgroup tree, which writes nothing while nothing changed.
-const RULES_EVERY: Duration = Duration::from_secs(1);
-
 /// How long the loop may sleep: until the tick (`tick_in`, one every
 /// `every`) or the next rotation, whichever is first, except that a rotation
 /// due within half a tick after the tick takes the tick with it (tick_due).

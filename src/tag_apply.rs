@@ -136,9 +136,10 @@ pub fn apply(map: &dyn MapCore, inputs: &mut TagInputs) -> Result<Applied> {
 }
 
 /// The policy's `tags_gen` (.bss), which every task compares with its own
-/// copy when it is enqueued: bumped after the tags map changed. A handle the
-/// agent's loop holds for as long as the skeleton is loaded; only that loop
-/// writes the word, BPF only reads it.
+/// copy when it is enqueued: bumped after the tags map changed (the loop
+/// does, when the tags worker hands it an application that changed the
+/// map). A handle the agent's loop holds for as long as the skeleton is
+/// loaded; only that loop writes the word, BPF only reads it.
 #[derive(Clone, Copy)]
 pub struct TagsGen<'a> {
     word: NonNull<u64>,
@@ -159,45 +160,6 @@ impl<'a> TagsGen<'a> {
         // SAFETY: valid for writes and written only through this handle (new()).
         unsafe { self.word.write_volatile(self.word.read_volatile().wrapping_add(1)) };
     }
-}
-
-/// `apply`, then, if anything changed, tell the node manager and the tasks.
-pub fn apply_and_announce(
-    map: &dyn MapCore,
-    inputs: &mut TagInputs,
-    assign: &mut crate::assign::Assigner,
-    tags_gen: TagsGen,
-) -> Result<Applied> {
-    let applied = apply(map, inputs)?;
-    if applied.changed || &applied.tags != assign.tags() {
-        assign.set_tags(applied.tags.clone());
-    }
-    if applied.changed {
-        tags_gen.bump();
-    }
-    Ok(applied)
-}
-
-/// Re-read the rules file (SIGHUP, `scx_chameleon reload-rules`) and apply
-/// it. A bad file changes nothing: the error (file:line: field) is logged
-/// and returned, the rules in force stay.
-pub fn reload_and_apply(
-    map: &dyn MapCore,
-    inputs: &mut TagInputs,
-    assign: &mut crate::assign::Assigner,
-    tags_gen: TagsGen,
-) -> Result<String> {
-    let detail = match inputs.reload_rules() {
-        Ok(d) => d,
-        Err(e) => {
-            warn!("rules not reloaded: {e:#}; the rules in force stay");
-            return Err(e.context("rules not reloaded, the rules in force stay"));
-        }
-    };
-    let applied = apply_and_announce(map, inputs, assign, tags_gen).inspect_err(warn_failed)?;
-    let detail = format!("reloaded {detail}; {} cgroups tagged", applied.tags.len());
-    info!("{detail}");
-    Ok(detail)
 }
 
 /// Log a failed application without stopping the agent: the map keeps
