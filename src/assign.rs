@@ -14,7 +14,7 @@ use crate::bpf_intf;
 use crate::event::{Event, Kind};
 use crate::fast_share::Member;
 use crate::node_manager::{Change, NodeManager, Object, Request};
-use crate::scheduler::as_bytes;
+use crate::bpf_intf::as_bytes;
 use crate::status::{Live, Status};
 use crate::tag::{tax_text, Prio, Props};
 use libbpf_rs::{MapCore, MapFlags};

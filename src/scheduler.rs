@@ -5,7 +5,7 @@
 //! the kernel ejects the policy, and returns the exit info so that the caller
 //! can restart when the kernel asks for it (`should_restart()`).
 
-use crate::bpf_intf;
+use crate::bpf_intf::{self, as_bytes};
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::assign::Assigner;
 use crate::event::Event;
@@ -244,12 +244,6 @@ fn invariants_line(i: &crate::bpf_skel::types::chameleon_invariants) -> String {
 
 fn invariants_total(i: &crate::bpf_skel::types::chameleon_invariants) -> u64 {
     i.lent_to_non_rep + i.owner_gone + i.queue_forbidden
-}
-
-/// The bytes of a plain-old-data value shared with BPF.
-pub(crate) fn as_bytes<T: Copy>(v: &T) -> &[u8] {
-    // SAFETY: T is a bindgen struct of integers, read only as bytes.
-    unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }
 }
 
 fn totals(skel: &BpfSkel, nr_cpus: usize) -> Totals {

@@ -7,7 +7,7 @@
 
 use crate::bpf_intf::chameleon_tag;
 use crate::rules::RuleSet;
-use crate::scheduler::as_bytes;
+use crate::bpf_intf::as_bytes;
 use crate::tag::Props;
 use crate::tag_store::Entry;
 use anyhow::{Context, Result};
