@@ -4,8 +4,8 @@
 //! its status file on a tokio runtime. The history band is top_history.rs,
 //! the panes and the CPU views top_layout.rs, the keys top_keys.rs.
 
-use crate::event::{Event, Kind};
-use crate::status::Snapshot;
+use crate::report::event::{Event, Kind};
+use crate::report::status::Snapshot;
 use crate::top_history::History;
 use crate::top_keys::KeyMap;
 use crate::top_layout::View;
@@ -217,7 +217,7 @@ fn render_objects(f: &mut Frame, m: &Model, area: Rect) {
             let granted = obj.map_or("native".to_string(), |o| format!("{} {:?}", o.cpus.len(), o.cpus));
             // An automatic tax: this task's, marked.
             let tax = match s.auto_tax.iter().find(|a| a.pid == *pid) {
-                Some(a) => format!("{}*", crate::tag::tax_text(a.tax)),
+                Some(a) => format!("{}*", crate::tags::tag::tax_text(a.tax)),
                 None => s.tags.iter().find(|(id, _)| *id == cgroup).map_or("-".to_string(), |(_, t)| {
                     t.split_whitespace().find_map(|w| w.strip_prefix("tax=")).unwrap_or("-").to_string()
                 }),
@@ -469,7 +469,7 @@ pub fn run(socket: &std::path::Path, status_path: &std::path::Path, config: Opti
                 }
                 _ = tick.tick() => {
                     if m.connected {
-                        m.status = crate::status::read(status_path).ok();
+                        m.status = crate::report::status::read(status_path).ok();
                     }
                     m.tick(Instant::now());
                 }
@@ -490,7 +490,7 @@ pub fn run(socket: &std::path::Path, status_path: &std::path::Path, config: Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::{CpuStatus, ObjectStatus};
+    use crate::report::status::{CpuStatus, ObjectStatus};
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
 
@@ -560,7 +560,7 @@ mod tests {
         let mut m = fused_model();
         assert!(screen(&m).contains("module: not loaded"), "{}", screen(&m));
         let st = m.status.as_mut().unwrap();
-        st.module = Some(crate::status::ModuleStatus {
+        st.module = Some(crate::report::status::ModuleStatus {
             kfuncs: true,
             lends: 40,
             reclaims: 39,

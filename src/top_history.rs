@@ -4,7 +4,7 @@
 //! SECONDS; a second without a scheduler is an absent sample (drawn '·'),
 //! not a zero, so an outage does not read as "nothing fused".
 
-use crate::status::Snapshot;
+use crate::report::status::Snapshot;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::widgets::{Block, Borders, RenderDirection, Sparkline};
@@ -132,7 +132,7 @@ pub fn render(f: &mut Frame, h: &History, area: Rect) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::CpuStatus;
+    use crate::report::status::CpuStatus;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
 

@@ -16,7 +16,7 @@
 //! took the CPU over) is ended there, and one open at the end of the window
 //! is ended at the end.
 
-use crate::event::{split_reason, Event, Kind};
+use crate::report::event::{split_reason, Event, Kind};
 use perfetto_protos::builtin_clock::BuiltinClock;
 use perfetto_protos::clock_snapshot::{clock_snapshot::Clock, ClockSnapshot};
 use perfetto_protos::debug_annotation::DebugAnnotation;
@@ -79,7 +79,7 @@ pub struct Fused {
 
 /// The fused objects in the status file's CPU roles: a "rep" CPU runs the
 /// object of task `with`; a "borrowed" one is lent to representative `with`.
-pub fn fused_from_status(cpus: &[crate::status::CpuStatus]) -> Vec<Fused> {
+pub fn fused_from_status(cpus: &[crate::report::status::CpuStatus]) -> Vec<Fused> {
     cpus.iter()
         .filter(|c| c.online && c.role == "rep" && c.with > 0)
         .map(|r| {

@@ -4,8 +4,8 @@
 //! window opens, so that a FILE we cannot write is refused at once, not
 //! after the wait; it replaces FILE only once complete.
 
-use crate::event::Event;
-use crate::metrics::clock_ns;
+use crate::report::event::Event;
+use crate::report::metrics::clock_ns;
 use crate::trace::{self, Fused, Summary, TaskInfo, Window};
 use anyhow::{bail, Context, Result};
 use nix::time::ClockId;
@@ -115,7 +115,7 @@ fn fresh_status(path: &Path, since: SystemTime) -> Option<Vec<Fused>> {
     if written <= since {
         return None;
     }
-    let snap = crate::status::read(path).ok()?;
+    let snap = crate::report::status::read(path).ok()?;
     Some(trace::fused_from_status(&snap.cpus))
 }
 

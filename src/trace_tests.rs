@@ -291,7 +291,7 @@ fn times_outside_the_window_go_to_its_edges_and_partial_fuses_show_their_size() 
 
 #[test]
 fn an_object_fused_throughout_comes_from_the_status() {
-    use crate::status::CpuStatus;
+    use crate::report::status::CpuStatus;
     let cpu = |cpu: usize, role: &str, with: i64| CpuStatus { cpu, online: true, role: role.into(), with, perf: None };
     // CPU 2 runs task 100's object with 3 lent; 0 runs 200's with 1 lent
     // (and 200 splits inside the window, so its events tell its story).

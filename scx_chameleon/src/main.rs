@@ -71,7 +71,7 @@ struct Cli {
     control_socket: std::path::PathBuf,
 
     /// Where the agent writes its status (read by `scx_chameleon status`).
-    #[arg(long, default_value = chameleon::status::DEFAULT_PATH)]
+    #[arg(long, default_value = chameleon::report::status::DEFAULT_PATH)]
     status_file: std::path::PathBuf,
 
     /// Time slice given to a task, in microseconds (100..=1000000).
@@ -120,7 +120,7 @@ struct Cli {
     /// or auto (each task's, from its measured speed-up), smt uni|smt|kwork|any, prio high|normal.
     /// Repeatable.
     #[arg(long = "tag", value_name = "CGROUP=level:L,weight:W,tax:T,prio:P", value_parser = parse_tag)]
-    tags: Vec<chameleon::tag::Tag>,
+    tags: Vec<chameleon::tags::tag::Tag>,
 
     /// Rules file (TOML): tags for cgroups by path, unit, slice, process name
     /// or uid, applied to cgroups as they appear; re-read on SIGHUP and by
@@ -147,7 +147,7 @@ struct Cli {
     monitor: Option<f64>,
 
     /// With --monitor: one JSON object per line (the schema of
-    /// `chameleon::metrics::Metrics`), for scripts.
+    /// `chameleon::report::metrics::Metrics`), for scripts.
     #[arg(long, requires = "monitor")]
     monitor_json: bool,
 
@@ -156,7 +156,7 @@ struct Cli {
     /// Every CPU 50 %; level 1 62.5/75/75 %, level 2 75/87.5/100 % for
     /// low/med/high (Chameleon Table 2, "Dynamic").
     #[arg(long, value_name = "low|med|high", value_parser = parse_emulate)]
-    emulate: Option<chameleon::proxy::Emulate>,
+    emulate: Option<chameleon::module::proxy::Emulate>,
 
     /// Bench only: ignore task-exit events (Chameleon Fig. 6 "3*").
     #[arg(long, hide = true)]
@@ -176,22 +176,22 @@ enum Cmd {
         /// cgroup v2 path, absolute or relative to /sys/fs/cgroup.
         cgroup: String,
         /// 1..3: an object of 2^level CPUs (default 1).
-        #[arg(long, value_parser = chameleon::tag::arg::level)]
+        #[arg(long, value_parser = chameleon::tags::tag::arg::level)]
         level: Option<u32>,
         /// 1..10000: claim on contended CPUs, as cpu.weight W x 100 (default: the cgroup's cpu.weight).
-        #[arg(long, value_parser = chameleon::tag::arg::weight)]
+        #[arg(long, value_parser = chameleon::tags::tag::arg::weight)]
         weight: Option<u32>,
         /// 0.01..100: cost of borrowed time (default 1); auto: each task's, set from its
         /// measured speed-up when fused.
-        #[arg(long, value_parser = chameleon::tag::arg::tax)]
+        #[arg(long, value_parser = chameleon::tags::tag::arg::tax)]
         tax: Option<u32>,
         /// uni (sibling idle), smt (share the core, never fuse), kwork (user work here,
         /// kernel work on the sibling) or any (default).
-        #[arg(long, value_parser = chameleon::tag::arg::smt)]
-        smt: Option<chameleon::tag::Smt>,
+        #[arg(long, value_parser = chameleon::tags::tag::arg::smt)]
+        smt: Option<chameleon::tags::tag::Smt>,
         /// high (served first on contended fast contexts) or normal (default).
-        #[arg(long, value_parser = chameleon::tag::arg::prio)]
-        prio: Option<chameleon::tag::Prio>,
+        #[arg(long, value_parser = chameleon::tags::tag::arg::prio)]
+        prio: Option<chameleon::tags::tag::Prio>,
     },
     /// Remove a cgroup's own tag (descendants then inherit from above, if anything).
     Untag {
@@ -215,7 +215,7 @@ enum Cmd {
     Metrics,
     /// Stream the running scheduler's events (fuse, split, ...), one per line.
     Events {
-        /// One JSON object per line (the schema of `chameleon::event::Event`).
+        /// One JSON object per line (the schema of `chameleon::report::event::Event`).
         #[arg(long)]
         json: bool,
     },
@@ -226,7 +226,7 @@ enum Cmd {
         cpus: String,
         /// Milliseconds before the module takes them offline (0: at once; at
         /// most 3600000).
-        #[arg(long, default_value_t = chameleon::proxy::DEFAULT_HOLDOFF_MS,
+        #[arg(long, default_value_t = chameleon::module::proxy::DEFAULT_HOLDOFF_MS,
               value_parser = clap::value_parser!(u32).range(0..=3_600_000))]
         holdoff_ms: u32,
     },
@@ -263,13 +263,13 @@ fn status(path: &std::path::Path, socket: &std::path::Path, json: bool) -> Resul
         .then(|| send_within(socket, Op::Status, std::time::Duration::from_secs(1)).ok())
         .flatten()
         .and_then(|r| r.status)
-        .and_then(|v| serde_json::from_value::<chameleon::status::Snapshot>(v).ok());
+        .and_then(|v| serde_json::from_value::<chameleon::report::status::Snapshot>(v).ok());
     let (snap, stale) = match asked {
         Some(snap) => (snap, None),
         None => {
-            let snap = chameleon::status::read(path)?;
+            let snap = chameleon::report::status::read(path)?;
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            let stale = chameleon::status::stale(&snap, now);
+            let stale = chameleon::report::status::stale(&snap, now);
             (snap, stale)
         }
     };
@@ -284,7 +284,7 @@ fn status(path: &std::path::Path, socket: &std::path::Path, json: bool) -> Resul
     }
 }
 
-fn print_status(snap: &chameleon::status::Snapshot) {
+fn print_status(snap: &chameleon::report::status::Snapshot) {
     println!("agent pid {}, nodes {:?}, defragmentation moves {}", snap.agent_pid, snap.nodes, snap.defrag_moves);
     println!("node manager places objects on cpus {:?}", snap.manager_online);
     for (pid, level, weight) in &snap.requesters {
@@ -293,7 +293,7 @@ fn print_status(snap: &chameleon::status::Snapshot) {
         let tax = snap.auto_tax.iter().find(|a| a.pid == *pid).map_or(String::new(), |a| {
             format!(
                 ", tax auto {} (speed-up {}, progress from {}, {} paired ratios{})",
-                chameleon::tag::tax_text(a.tax),
+                chameleon::tags::tag::tax_text(a.tax),
                 a.speedup.map_or("not yet measured".into(), |s| format!("{s:.2}")),
                 a.source,
                 a.pairs,
@@ -321,7 +321,7 @@ fn print_status(snap: &chameleon::status::Snapshot) {
         println!("counters: {t}");
     }
     if !snap.parked.is_empty() {
-        println!("parked: {}", chameleon::park::list(&snap.parked));
+        println!("parked: {}", chameleon::module::park::list(&snap.parked));
     }
     if let Some(m) = &snap.module {
         let proxies: Vec<String> = m.proxies.iter().map(|(c, by)| format!("{c}->{by}")).collect();
@@ -339,7 +339,7 @@ fn print_status(snap: &chameleon::status::Snapshot) {
             m.park_physical_ns / 1000,
             m.unpark_critical_ns / 1000,
             m.unpark_physical_ns / 1000,
-            chameleon::park::list(&m.offlined)
+            chameleon::module::park::list(&m.offlined)
         );
         if let Some(e) = &m.emulate {
             println!("module: emulate={e} duty_pm={:?}", m.duty);
@@ -382,8 +382,8 @@ fn apply_now(socket: &std::path::Path, path: &std::path::Path) -> Result<String>
 }
 
 /// `set`: the properties given on the command line, over the stored ones.
-fn tag_cmd(cgroup: &str, set: impl FnOnce(&mut chameleon::tag::Props), socket: &std::path::Path) -> Result<()> {
-    use chameleon::{tag, tag_store};
+fn tag_cmd(cgroup: &str, set: impl FnOnce(&mut chameleon::tags::tag::Props), socket: &std::path::Path) -> Result<()> {
+    use chameleon::tags::{store as tag_store, tag};
     require_root("tagging")?;
     let path = tag::cgroup_path(cgroup);
     tag::cgroup_id(&path)?;
@@ -392,7 +392,7 @@ fn tag_cmd(cgroup: &str, set: impl FnOnce(&mut chameleon::tag::Props), socket: &
     let mut props = tag_store::read(&path).unwrap_or_default().unwrap_or_default();
     set(&mut props);
     // A level no node can form would never be granted: refuse it now.
-    let largest = chameleon::node::from_topology(&Default::default())?.iter().map(|n| n.slots.len()).max().unwrap_or(0);
+    let largest = chameleon::nodes::node::from_topology(&Default::default())?.iter().map(|n| n.slots.len()).max().unwrap_or(0);
     if (1usize << props.level) > largest {
         anyhow::bail!(
             "level {}: needs {} CPUs in one node, the largest node here has {largest} (level at most {})",
@@ -407,7 +407,7 @@ fn tag_cmd(cgroup: &str, set: impl FnOnce(&mut chameleon::tag::Props), socket: &
 }
 
 fn untag_cmd(cgroup: &str, socket: &std::path::Path) -> Result<()> {
-    use chameleon::{tag, tag_store};
+    use chameleon::tags::{store as tag_store, tag};
     require_root("untagging")?;
     let path = tag::cgroup_path(cgroup);
     if tag_store::remove(&path)? {
@@ -421,7 +421,7 @@ fn untag_cmd(cgroup: &str, socket: &std::path::Path) -> Result<()> {
 /// The tags in force as the running agent has them (with --tag and rules);
 /// with no agent, the stored ones, and a note saying so.
 fn tags_cmd(socket: &std::path::Path) -> Result<()> {
-    use chameleon::{control, tag_store};
+    use chameleon::{control, tags::store as tag_store};
     // Tags live in trusted.* attributes: without CAP_SYS_ADMIN they read as absent.
     require_root("listing tags")?;
     if socket.exists() {
@@ -480,7 +480,7 @@ fn events_cmd(socket: &std::path::Path, json: bool) -> Result<()> {
         let written = if json {
             writeln!(out, "{line}")
         } else {
-            match serde_json::from_str::<chameleon::event::Event>(&line) {
+            match serde_json::from_str::<chameleon::report::event::Event>(&line) {
                 Ok(ev) => writeln!(out, "{ev}"),
                 Err(_) => continue,
             }
@@ -503,12 +503,12 @@ fn parse_interval(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_emulate(s: &str) -> Result<chameleon::proxy::Emulate, String> {
+fn parse_emulate(s: &str) -> Result<chameleon::module::proxy::Emulate, String> {
     s.parse()
 }
 
-fn parse_tag(s: &str) -> Result<chameleon::tag::Tag, String> {
-    chameleon::tag::parse_tag(s).map_err(|e| format!("{e:#}"))
+fn parse_tag(s: &str) -> Result<chameleon::tags::tag::Tag, String> {
+    chameleon::tags::tag::parse_tag(s).map_err(|e| format!("{e:#}"))
 }
 
 fn main() {
@@ -522,13 +522,13 @@ fn main() {
 fn run() -> Result<()> {
     let cli = Cli::parse();
     if cli.help_stats {
-        chameleon::metrics::describe(&mut std::io::stdout())?;
+        chameleon::report::metrics::describe(&mut std::io::stdout())?;
         return Ok(());
     }
     match cli.cmd {
         Some(Cmd::Status { json }) => return status(&cli.status_file, &cli.control_socket, json),
         Some(Cmd::Tag { cgroup, level, weight, tax, smt, prio }) => {
-            let set = move |p: &mut chameleon::tag::Props| {
+            let set = move |p: &mut chameleon::tags::tag::Props| {
                 p.level = level.unwrap_or(p.level);
                 p.weight = weight.unwrap_or(p.weight);
                 p.tax = tax.unwrap_or(p.tax);
@@ -548,7 +548,7 @@ fn run() -> Result<()> {
         Some(Cmd::Trace { seconds, output }) => return trace_cmd(&cli.control_socket, &cli.status_file, seconds, &output),
         Some(Cmd::Top { config }) => return chameleon::top::run(&cli.control_socket, &cli.status_file, config.as_deref()),
         Some(Cmd::Metrics) => {
-            print!("{}", chameleon::metrics::fetch()?.openmetrics());
+            print!("{}", chameleon::report::metrics::fetch()?.openmetrics());
             return Ok(());
         }
         None => {}
@@ -598,9 +598,9 @@ fn run() -> Result<()> {
         tags: cli.tags,
         rules: cli.rules,
         node_cpus: cli.node_cpus,
-        topology: chameleon::node::TopologyOpts {
+        topology: chameleon::nodes::node::TopologyOpts {
             capacity: match &cli.cpu_capacity {
-                Some(spec) => chameleon::node::parse_capacities(spec, *scx_utils::NR_CPU_IDS)?,
+                Some(spec) => chameleon::nodes::node::parse_capacities(spec, *scx_utils::NR_CPU_IDS)?,
                 None => Default::default(),
             },
             mix_core_types: cli.mix_core_types,
@@ -626,14 +626,14 @@ fn run() -> Result<()> {
     // SIGINT/SIGTERM stop, SIGHUP reloads the rules (systemd's ExecReload=kill -HUP).
     let shutdown = chameleon::Shutdown::new()?;
     let hup = chameleon::Doorbell::new()?;
-    chameleon::signals::install(shutdown.clone(), hup.clone())?;
+    chameleon::agent::signals::install(shutdown.clone(), hup.clone())?;
 
     let mut open_object = MaybeUninit::uninit();
     let result = schedule(&opts, &shutdown, &hup, &mut open_object);
     // Everything is dropped by now (the policy detached, the module's device
     // closed); the kernel's own references go shortly after, and a script's
     // `rmmod chameleon_proxy` once we are gone must not find them.
-    chameleon::proxy::wait_module_unused();
+    chameleon::module::proxy::wait_module_unused();
     result
 }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 impl NodeManager {
     /// The largest object a node can hold: 2^max_level, halved until the
     /// largest node holds it.
-    pub(super) fn largest_object(nodes: &[crate::node::Node], max_level: u32) -> usize {
+    pub(super) fn largest_object(nodes: &[crate::nodes::node::Node], max_level: u32) -> usize {
         let node_max = nodes.iter().map(|n| n.slots.len()).max().unwrap_or(0);
         let mut size = 1usize << max_level;
         while size > node_max {

@@ -9,14 +9,14 @@
 //! by BPF's count of its runnable tasks. Data flows one way: tag -> map ->
 //! BPF -> event -> here -> map.
 
-use crate::auto_tax::{Controller, Decision, Phase};
+use crate::nodes::auto_tax::{Controller, Decision, Phase};
 use crate::bpf_intf;
-use crate::event::{Event, Kind};
-use crate::fast_share::Member;
-use crate::node_manager::{Change, NodeManager, Object, Request};
+use crate::report::event::{Event, Kind};
+use crate::nodes::fast_share::Member;
+use crate::nodes::node_manager::{Change, NodeManager, Object, Request};
 use crate::bpf_intf::as_bytes;
-use crate::status::{Live, Status};
-use crate::tag::{tax_text, Prio, Props};
+use crate::report::status::{Live, Status};
+use crate::tags::tag::{tax_text, Prio, Props};
 use libbpf_rs::{MapCore, MapFlags};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -31,13 +31,13 @@ pub const AUDIT_EVERY: Duration = Duration::from_secs(10);
 pub const SLEEP_RELEASE: Duration = Duration::from_millis(100);
 /// Reconciles in a row a new untagged load must be seen before it counts.
 const UNTAGGED_STEADY: u32 = 3;
-const AUTO_EVERY: Duration = Duration::from_millis(crate::auto_tax::INTERVAL_MS);
+const AUTO_EVERY: Duration = Duration::from_millis(crate::nodes::auto_tax::INTERVAL_MS);
 
 /// A tagged task whose tag says `tax=auto`: its controller, where its
 /// progress comes from, and what is published for it now.
 struct AutoTask {
     ctl: Controller,
-    probe: crate::progress::Probe,
+    probe: crate::nodes::progress::Probe,
     now: Decision,
     /// The tax last printed, and whether a speed-up was printed with it:
     /// the first estimate is printed even if it leaves the tax where it
@@ -50,7 +50,7 @@ impl AutoTask {
     fn new(pid: i32) -> Self {
         let ctl = Controller::new();
         let now = Decision { tax: ctl.tax(), withdraw: false };
-        AutoTask { ctl, probe: crate::progress::Probe::new(pid), now, shown: None }
+        AutoTask { ctl, probe: crate::nodes::progress::Probe::new(pid), now, shown: None }
     }
 }
 
@@ -73,7 +73,7 @@ pub struct Assigner {
     status: Status,
     /// Read the topology again when an unknown CPU comes online, this way
     /// (None: the nodes were given by --node-cpus).
-    reread_topology: Option<crate::node::TopologyOpts>,
+    reread_topology: Option<crate::nodes::node::TopologyOpts>,
     /// CPUs parked (`scx_chameleon park`): not there for the node manager.
     parked: std::collections::BTreeSet<usize>,
     /// Task-exit events are ignored (bench: Chameleon Fig. 6, "3*"); a gone
@@ -90,7 +90,7 @@ pub struct Assigner {
 /// Nanoseconds on the clock bpf_ktime_get_ns() uses, to time decisions
 /// against the events that caused them.
 pub fn monotonic_ns() -> u64 {
-    crate::metrics::clock_ns(nix::time::ClockId::CLOCK_MONOTONIC)
+    crate::report::metrics::clock_ns(nix::time::ClockId::CLOCK_MONOTONIC)
 }
 
 /// One reconcile of the untagged-load estimate: `current` is in force, `seen`
@@ -159,7 +159,7 @@ fn online_cpus() -> Option<Vec<usize>> {
 }
 
 impl Assigner {
-    pub fn new(manager: NodeManager, tags: HashMap<u64, Props>, status: Status, reread_topology: Option<crate::node::TopologyOpts>) -> Self {
+    pub fn new(manager: NodeManager, tags: HashMap<u64, Props>, status: Status, reread_topology: Option<crate::nodes::node::TopologyOpts>) -> Self {
         Assigner {
             manager,
             tags,
@@ -199,7 +199,7 @@ impl Assigner {
         match (self.auto.get(&pid), self.requesters.get(&pid)) {
             (Some(a), _) => a.now.tax,
             (None, Some((p, _, _))) if !p.auto_tax() => p.tax,
-            _ => crate::tag::TAX_ONE,
+            _ => crate::tags::tag::TAX_ONE,
         }
     }
 
@@ -212,9 +212,9 @@ impl Assigner {
             tax: self.tax_of(pid),
             // uni: the core stays its owner's while it runs (see intf.h).
             flags: match self.requesters.get(&pid).map(|(p, _, _)| p.smt) {
-                Some(crate::tag::Smt::Uni) => bpf_intf::chameleon_assign_flags_CHAMELEON_ASSIGN_HOLD,
+                Some(crate::tags::tag::Smt::Uni) => bpf_intf::chameleon_assign_flags_CHAMELEON_ASSIGN_HOLD,
                 // kwork: held as well, its sibling the kernel-work context.
-                Some(crate::tag::Smt::Kwork) => {
+                Some(crate::tags::tag::Smt::Kwork) => {
                     bpf_intf::chameleon_assign_flags_CHAMELEON_ASSIGN_HOLD
                         | bpf_intf::chameleon_assign_flags_CHAMELEON_ASSIGN_KWORK
                 }
@@ -327,7 +327,7 @@ impl Assigner {
             .filter(|raw| raw.len() >= std::mem::size_of::<bpf_intf::chameleon_cg_weight>())
             // SAFETY: the length was checked; the struct is plain integers.
             .map(|raw| unsafe { std::ptr::read_unaligned(raw.as_ptr().cast::<bpf_intf::chameleon_cg_weight>()) }.weight);
-        crate::tag::claim(props.weight, cpu_weight)
+        crate::tags::tag::claim(props.weight, cpu_weight)
     }
 
     /// A requester's class in the fast queue: its tag's prio, its cgroup.
@@ -364,7 +364,7 @@ impl Assigner {
                     let weight = Self::claim_of(&props, ev.cgroup_id, cg_weights);
                     let member = Self::member(&props, ev.cgroup_id);
                     // Its affinity before its first placement (no change to publish yet).
-                    let mut changes = self.manager.set_allowed(ev.pid, crate::affinity::of(ev.pid));
+                    let mut changes = self.manager.set_allowed(ev.pid, crate::nodes::affinity::of(ev.pid));
                     changes.extend(self.manager.request_as(ev.pid, Request { level: ev.level, weight }, member));
                     // Same CPUs but a new tax: BPF still needs the new value.
                     if old.is_some_and(|(p, _, _)| p != props) && !changes.iter().any(|c| c.pid == ev.pid) {
@@ -395,7 +395,7 @@ impl Assigner {
                 match (self.dormant.remove(&ev.pid), self.requesters.get(&ev.pid)) {
                     (true, Some(&(p, level, cgid))) => {
                         let weight = Self::claim_of(&p, cgid, cg_weights);
-                        let mut changes = self.manager.set_allowed(ev.pid, crate::affinity::of(ev.pid));
+                        let mut changes = self.manager.set_allowed(ev.pid, crate::nodes::affinity::of(ev.pid));
                         changes.extend(self.manager.request_as(ev.pid, Request { level, weight }, Self::member(&p, cgid)));
                         changes
                     }
@@ -408,7 +408,7 @@ impl Assigner {
                 let mut changes = self.manager.set_online(cpu, !self.parked.contains(&cpu));
                 // Offline at start, so not in the topology we read: read it again.
                 if let (false, Some(opts)) = (self.manager.has_cpu(cpu), &self.reread_topology) {
-                    match crate::node::from_topology(opts) {
+                    match crate::nodes::node::from_topology(opts) {
                         Ok(nodes) => changes = self.manager.set_nodes(nodes),
                         Err(e) => warn!("re-reading the topology after cpu{cpu} came online: {e:#}"),
                     }
@@ -504,7 +504,7 @@ impl Assigner {
         // Affinity changes (taskset, cpuset) send no event: read them here.
         let pids: Vec<i32> = self.manager.requesters().map(|(pid, _)| pid).collect();
         for pid in pids {
-            changes.extend(self.manager.set_allowed(pid, crate::affinity::of(pid)));
+            changes.extend(self.manager.set_allowed(pid, crate::nodes::affinity::of(pid)));
         }
         // A cpu_online/cpu_offline event lost (ring buffer full) would leave
         // the CPU list wrong for good: the kernel's own list decides.
@@ -557,7 +557,7 @@ impl Assigner {
                 .requesters
                 .keys()
                 .filter(|&&pid| self.manager.object(pid).is_none())
-                .filter_map(|&pid| Some((pid, crate::affinity::cpu_of(pid)?)))
+                .filter_map(|&pid| Some((pid, crate::nodes::affinity::cpu_of(pid)?)))
                 .collect();
             self.manager.rotate_at(|cgid| Self::runnable_of(cg_weights, cgid), waiting)
         } else {
@@ -579,7 +579,7 @@ impl Assigner {
         self.last_auto = Instant::now();
         let pids: Vec<i32> = self.auto.keys().copied().collect();
         for pid in pids {
-            let fused = crate::progress::fused_ns(task_ctxs, pid);
+            let fused = crate::nodes::progress::fused_ns(task_ctxs, pid);
             let Some(at) = self.auto.get_mut(&pid) else { continue };
             let (sample, changed) = at.probe.sample(monotonic_ns(), fused);
             if changed {
@@ -609,7 +609,7 @@ impl Assigner {
             };
             if let Some(kind) = explore {
                 // Once it has its first ratios there is one every 3 s: debug.
-                if at.ctl.pairs() < crate::auto_tax::MIN_PAIRS {
+                if at.ctl.pairs() < crate::nodes::auto_tax::MIN_PAIRS {
                     crate::out!("autotax pid={pid} explore={kind}");
                 } else {
                     debug!("autotax pid={pid} explore={kind}");
@@ -660,7 +660,7 @@ impl Assigner {
 
     /// The agent's state now; `live` is what only the scheduler can see
     /// (CPU states, counters).
-    pub fn snapshot(&self, live: Live) -> crate::status::Snapshot {
+    pub fn snapshot(&self, live: Live) -> crate::report::status::Snapshot {
         self.status.current(&self.manager, &self.complete(live))
     }
 
@@ -679,7 +679,7 @@ impl Assigner {
         live.auto_tax = self
             .auto
             .iter()
-            .map(|(&pid, a)| crate::status::AutoTaxStatus {
+            .map(|(&pid, a)| crate::report::status::AutoTaxStatus {
                 pid,
                 tax: a.ctl.tax(),
                 speedup: a.ctl.speedup().filter(|s| s.is_finite()),

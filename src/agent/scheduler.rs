@@ -7,15 +7,15 @@
 
 use crate::bpf_intf::{self, as_bytes};
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
-use crate::assign::Assigner;
-use crate::event::Event;
-use crate::node_manager::NodeManager;
+use crate::agent::assign::Assigner;
+use crate::report::event::Event;
+use crate::nodes::node_manager::NodeManager;
 use crate::control::{Op, Response, Server};
-use crate::status::Status;
-use crate::stats::Totals;
-use crate::signals::{Doorbell, Shutdown};
-use crate::tag::{self, Tag};
-use crate::tag_apply::{apply_and_announce, TagInputs, TagsGen};
+use crate::report::status::Status;
+use crate::report::stats::Totals;
+use crate::agent::signals::{Doorbell, Shutdown};
+use crate::tags::tag::{self, Tag};
+use crate::agent::apply_tags::{apply_and_announce, TagInputs, TagsGen};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBufferBuilder};
 use std::cell::RefCell;
@@ -58,7 +58,7 @@ pub struct Opts {
     /// Nodes as CPU lists ("0-11;12-23"); None: one per LLC.
     pub node_cpus: Option<String>,
     /// Capacities and core-type mixing for the nodes (hybrid CPUs).
-    pub topology: crate::node::TopologyOpts,
+    pub topology: crate::nodes::node::TopologyOpts,
     /// Largest object level the node manager builds.
     pub max_level: u32,
     /// Where the status file goes.
@@ -66,7 +66,7 @@ pub struct Opts {
     /// The control socket.
     pub control_path: std::path::PathBuf,
     /// Duty-cycle emulation of fused processors (needs chameleon_proxy).
-    pub emulate: Option<crate::proxy::Emulate>,
+    pub emulate: Option<crate::module::proxy::Emulate>,
     /// Drop the policy's task-exit events (bench only: Chameleon Fig. 6's
     /// "3*", the node manager without the exit notification).
     pub no_exit_notice: bool,
@@ -103,12 +103,12 @@ impl Default for Opts {
             node_cpus: None,
             topology: Default::default(),
             max_level: bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_LEVEL,
-            status_path: crate::status::DEFAULT_PATH.into(),
+            status_path: crate::report::status::DEFAULT_PATH.into(),
             control_path: crate::control::DEFAULT_PATH.into(),
             emulate: None,
             no_exit_notice: false,
             share_period_ms: 30,
-            boost_threshold: crate::fast_share::BOOST_DEFAULT,
+            boost_threshold: crate::nodes::fast_share::BOOST_DEFAULT,
             exit_dump_len: 0,
             run_id: None,
             libbpf: Default::default(),
@@ -183,17 +183,17 @@ pub struct Scheduler<'a> {
     /// The companion module, if loaded (/dev/chameleon_proxy). Dropped after
     /// `skel` (fields drop in order, after Drop::drop has detached): its RESET
     /// comes once the policy can lend no more.
-    proxy: Option<crate::proxy::Proxy>,
+    proxy: Option<crate::module::proxy::Proxy>,
     /// Latest counters, served on the scx_stats socket.
-    metrics: std::sync::Arc<std::sync::Mutex<crate::metrics::Metrics>>,
+    metrics: std::sync::Arc<std::sync::Mutex<crate::report::metrics::Metrics>>,
     _stats_server: scx_stats::prelude::StatsServer<(), ()>,
 }
 
 /// Each CPU's steal order (SMT siblings, LLC, rest) into the policy's map.
 fn write_steal_orders(map: &dyn MapCore, nr_cpus: usize) -> Result<()> {
-    let places = crate::steal::places()?;
+    let places = crate::nodes::steal::places()?;
     for &p in places.iter().filter(|p| p.cpu < nr_cpus) {
-        let (cpus, near) = crate::steal::order(p, &places);
+        let (cpus, near) = crate::nodes::steal::order(p, &places);
         let mut v = bpf_intf::chameleon_steal_order {
             nr: cpus.len() as u32,
             nr_near: near as u32,
@@ -209,7 +209,7 @@ fn write_steal_orders(map: &dyn MapCore, nr_cpus: usize) -> Result<()> {
 }
 
 /// CPU states and counters from the policy's .bss, for the status file.
-fn live_status(skel: &BpfSkel, nr_cpus: usize, parked: Vec<usize>, module: Option<crate::status::ModuleStatus>) -> crate::status::Live {
+fn live_status(skel: &BpfSkel, nr_cpus: usize, parked: Vec<usize>, module: Option<crate::report::status::ModuleStatus>) -> crate::report::status::Live {
     let bss = skel.maps.bss_data.as_ref().expect(".bss is mapped");
     let cpus = (0..nr_cpus)
         .map(|c| {
@@ -227,10 +227,10 @@ fn live_status(skel: &BpfSkel, nr_cpus: usize, parked: Vec<usize>, module: Optio
             };
             let pf = &bss.cpu_perfs[c];
             let perf = (pf.perf_set != 0).then_some(pf.perf_target);
-            crate::status::CpuStatus { cpu: c, online: bss.cpu_hps[c].online != 0, role: role.into(), with, perf }
+            crate::report::status::CpuStatus { cpu: c, online: bss.cpu_hps[c].online != 0, role: role.into(), with, perf }
         })
         .collect();
-    crate::status::Live { cpus, counters: Some(totals(skel, nr_cpus)), parked, module, ..Default::default() }
+    crate::report::status::Live { cpus, counters: Some(totals(skel, nr_cpus)), parked, module, ..Default::default() }
 }
 
 /// The policy's broken-invariant counters (intf.h), as the summary and the
@@ -299,7 +299,7 @@ impl<'a> Scheduler<'a> {
     /// restart any more than it stopped the running agent.
     pub fn init_with(
         opts: &Opts,
-        kept: Option<crate::rules::RuleSet>,
+        kept: Option<crate::tags::rules::RuleSet>,
         open_object: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
         opts.validate()?;
@@ -344,12 +344,12 @@ impl<'a> Scheduler<'a> {
             extra.push((t.path.clone(), t.props));
         }
         let nodes = match &opts.node_cpus {
-            Some(spec) => crate::node::parse_nodes(spec, nr_cpus)?,
-            None => crate::node::from_topology(&opts.topology)?,
+            Some(spec) => crate::nodes::node::parse_nodes(spec, nr_cpus)?,
+            None => crate::nodes::node::from_topology(&opts.topology)?,
         };
         info!("nodes: {:?}", nodes.iter().map(|n| &n.slots).collect::<Vec<_>>());
         // Hybrid: the fast CPUs, which tasks without an object prefer too.
-        let fast = crate::node::fast_cpus_of_topology(&opts.topology);
+        let fast = crate::nodes::node::fast_cpus_of_topology(&opts.topology);
         if !fast.is_empty() {
             info!("fast CPUs (top capacity): {fast:?}");
             let rodata = skel.maps.rodata_data.as_mut().context("no .rodata in BPF object")?;
@@ -374,7 +374,7 @@ impl<'a> Scheduler<'a> {
         let rules = match (kept, &opts.rules) {
             (Some(r), _) => Some(r),
             (None, Some(file)) => {
-                let r = crate::tag_apply::load_rules(file, largest)?;
+                let r = crate::agent::apply_tags::load_rules(file, largest)?;
                 info!("rules: {} from {}", r.rules.len(), file.display());
                 Some(r)
             }
@@ -389,22 +389,22 @@ impl<'a> Scheduler<'a> {
         // before the policy loads: the module lets only its owner's process
         // load programs that call its kfuncs. The claim undoes what a
         // previous owner could not (or what was made with no owner).
-        let proxy = crate::proxy::Proxy::open()?;
+        let proxy = crate::module::proxy::Proxy::open()?;
         match (&proxy, opts.emulate) {
             (Some(p), _) => {
                 if let Some(what) = p.claim()?.repaired() {
                     warn!("chameleon_proxy: a previous owner went away without undoing its state; the module undid it: {what}");
                 }
             }
-            (None, Some(_)) => bail!("--emulate needs the chameleon_proxy module ({} is missing: insmod chameleon_proxy.ko)", crate::proxy::DEVICE),
+            (None, Some(_)) => bail!("--emulate needs the chameleon_proxy module ({} is missing: insmod chameleon_proxy.ko)", crate::module::proxy::DEVICE),
             (None, None) => {}
         }
 
         let control = Server::bind(&opts.control_path)?;
         let skel = scx_ops_load!(skel, chameleon_ops, uei)?;
-        let tag_ids = crate::tag_apply::apply(&skel.maps.tags, &mut inputs)?.tags;
+        let tag_ids = crate::agent::apply_tags::apply(&skel.maps.tags, &mut inputs)?.tags;
         write_steal_orders(&skel.maps.steal_orders, nr_cpus)?;
-        let metrics = std::sync::Arc::new(std::sync::Mutex::new(crate::metrics::Metrics::default()));
+        let metrics = std::sync::Arc::new(std::sync::Mutex::new(crate::report::metrics::Metrics::default()));
         let mut skel = skel;
         let struct_ops = {
             let _rt = RtWhileAttaching::enter();
@@ -414,7 +414,7 @@ impl<'a> Scheduler<'a> {
         // Before the emulation starts, like every step that can fail: a
         // failure drops the locals declared after `proxy` (the attach, the
         // policy) before it, so the policy is detached when it resets.
-        let stats_server = crate::metrics::serve(metrics.clone())?;
+        let stats_server = crate::report::metrics::serve(metrics.clone())?;
         if let Some(p) = &proxy {
             let kfuncs = skel.maps.bss_data.as_ref().is_some_and(|b| b.proxy_on);
             info!(
@@ -484,11 +484,11 @@ impl<'a> Scheduler<'a> {
         let park_prog = &self.skel.progs.chameleon_park;
         let nr_cpus = self.nr_cpus;
         // The module's counters, read once a second (below), for the status.
-        let module: RefCell<Option<crate::status::ModuleStatus>> = RefCell::new(None);
+        let module: RefCell<Option<crate::report::status::ModuleStatus>> = RefCell::new(None);
         let skel = &self.skel;
         let serve = |assign: &mut Assigner, inputs: &mut TagInputs| {
             control.serve(|req| match &req.op {
-                Op::Park { cpus, holdoff_ms } => park_op(assign, assignments, park_prog, proxy.as_ref(), nr_cpus, cpus, Some(holdoff_ms.unwrap_or(crate::proxy::DEFAULT_HOLDOFF_MS))),
+                Op::Park { cpus, holdoff_ms } => park_op(assign, assignments, park_prog, proxy.as_ref(), nr_cpus, cpus, Some(holdoff_ms.unwrap_or(crate::module::proxy::DEFAULT_HOLDOFF_MS))),
                 Op::Unpark { cpus } => park_op(assign, assignments, park_prog, proxy.as_ref(), nr_cpus, cpus, None),
                 Op::Ping => Response::ok(format!("scx_chameleon {} pid {}", env!("CARGO_PKG_VERSION"), std::process::id())),
                 Op::Status => {
@@ -506,7 +506,7 @@ impl<'a> Scheduler<'a> {
                         Err(e) => Response::err(format!("{e:#}")),
                     }
                 }
-                Op::ReloadRules => match crate::tag_apply::reload_and_apply(tag_map, inputs, assign, tags_gen) {
+                Op::ReloadRules => match crate::agent::apply_tags::reload_and_apply(tag_map, inputs, assign, tags_gen) {
                     Ok(detail) => Response::ok(detail),
                     Err(e) => Response::err(format!("{e:#}")),
                 },
@@ -582,12 +582,12 @@ impl<'a> Scheduler<'a> {
             }
             if hup.take() {
                 // Logged either way; a bad file keeps the rules in force.
-                let _ = crate::tag_apply::reload_and_apply(tag_map, inputs, assign, tags_gen);
+                let _ = crate::agent::apply_tags::reload_and_apply(tag_map, inputs, assign, tags_gen);
             }
             if inputs.has_rules() && last_rules.elapsed() >= RULES_EVERY {
                 last_rules = Instant::now();
                 if let Err(e) = apply_and_announce(tag_map, inputs, assign, tags_gen) {
-                    crate::tag_apply::warn_failed(&e);
+                    crate::agent::apply_tags::warn_failed(&e);
                 }
             }
             let rotated = assign.rotate(assignments, &self.skel.maps.cg_weights);
@@ -598,7 +598,7 @@ impl<'a> Scheduler<'a> {
             if tick_due(last_tick.elapsed(), every, rotated) {
                 last_tick = Instant::now();
                 let untagged = self.skel.maps.bss_data.as_ref().map_or(0, |b| {
-                    crate::assign::untagged_runnable(b.cpu_stats[..self.nr_cpus].iter().map(|c| c.nr_untagged))
+                    crate::agent::assign::untagged_runnable(b.cpu_stats[..self.nr_cpus].iter().map(|c| c.nr_untagged))
                 });
                 assign.tick(assignments, &self.skel.maps.task_ctxs, untagged);
             }
@@ -615,11 +615,11 @@ impl<'a> Scheduler<'a> {
                     warn!("invariant broken: {}", invariants_line(&bss.invariants));
                     invariants_seen = broken;
                 }
-                let mut m = crate::metrics::Metrics::from_totals(&totals(&self.skel, self.nr_cpus), dropped)
+                let mut m = crate::report::metrics::Metrics::from_totals(&totals(&self.skel, self.nr_cpus), dropped)
                     .with_invariants([bss.invariants.lent_to_non_rep, bss.invariants.owner_gone, bss.invariants.queue_forbidden], bss.nr_demand_dropped)
                     .with_module(module.borrow().as_ref())
                     .with_run_id(self.opts.run_id);
-                m.sampled_ms = crate::metrics::monotonic_ms();
+                m.sampled_ms = crate::report::metrics::monotonic_ms();
                 *self.metrics.lock().unwrap() = m;
             }
             if assign.status_due(force) {
@@ -709,7 +709,7 @@ impl Drop for RtWhileAttaching {
 
 impl Scheduler<'_> {
     /// The rules in force, to carry across a restart (`init_with`).
-    pub fn take_rules(&mut self) -> Option<crate::rules::RuleSet> {
+    pub fn take_rules(&mut self) -> Option<crate::tags::rules::RuleSet> {
         self.inputs.rules.take()
     }
 }
@@ -729,7 +729,7 @@ fn park_op(
     assign: &mut Assigner,
     map: &dyn MapCore,
     prog: &libbpf_rs::ProgramMut<'_>,
-    proxy: Option<&crate::proxy::Proxy>,
+    proxy: Option<&crate::module::proxy::Proxy>,
     nr_cpus: usize,
     list: &str,
     holdoff_ms: Option<u32>,
@@ -740,12 +740,12 @@ fn park_op(
         Err(e) => return Response::err(format!("'{list}': not a CPU list ({e:#})")),
     };
     let online = online_cpus().unwrap_or_default();
-    if let Err(e) = crate::park::check(&cpus, park, &online, assign.parked(), nr_cpus) {
+    if let Err(e) = crate::module::park::check(&cpus, park, &online, assign.parked(), nr_cpus) {
         return Response::err(format!("{e:#}"));
     }
-    let what = crate::park::list(&cpus);
+    let what = crate::module::park::list(&cpus);
     let t0 = Instant::now();
-    if let Err(e) = crate::park::run_policy(prog, &cpus, park) {
+    if let Err(e) = crate::module::park::run_policy(prog, &cpus, park) {
         return Response::err(format!("the policy's chameleon_park: {e:#}"));
     }
     let policy_ns = t0.elapsed().as_nanos() as u64;
@@ -755,7 +755,7 @@ fn park_op(
     });
     if let Some(Err(e)) = &module {
         // All or nothing: the policy's part is undone.
-        let _ = crate::park::run_policy(prog, &cpus, !park);
+        let _ = crate::module::park::run_policy(prog, &cpus, !park);
         return Response::err(format!("chameleon_proxy: {e:#}"));
     }
     let total_us = t0.elapsed().as_micros();

@@ -1,9 +1,11 @@
 //! The node manager replaying Chameleon's scenarios (§5.4, Figures 6 and 8),
 //! defragmentation, hotplug and untagging, on simulated topologies.
 
-use crate::fast_share::Member;
-use crate::node::Node;
-use crate::node_manager::{NodeManager, Request};
+use crate::nodes::fast_share::Member;
+use crate::nodes::node::Node;
+use crate::nodes::node_manager::{NodeManager, Request};
+
+mod random;
 
 fn nodes(sizes: &[usize]) -> Vec<Node> {
     let mut next = 0;
@@ -306,7 +308,7 @@ fn online_cpus_outside_every_node_are_no_supply() {
 fn hybrid_objects_start_on_the_fastest_cores_and_never_mix() {
     // One LLC: E cores {0,1} {2,3} at 512, P cores {4,5} {6,7} at 1024.
     let llc = vec![(vec![0, 1], 512), (vec![2, 3], 512), (vec![4, 5], 1024), (vec![6, 7], 1024)];
-    let mut m = NodeManager::new(crate::node::nodes_from(vec![llc.clone()], false), 0..8, 3);
+    let mut m = NodeManager::new(crate::nodes::node::nodes_from(vec![llc.clone()], false), 0..8, 3);
     // A sequential task: its object, representative first, on a P core,
     // although the E cores come first in id order.
     m.request(1, Request { level: 1, weight: 1 });
@@ -323,7 +325,7 @@ fn hybrid_objects_start_on_the_fastest_cores_and_never_mix() {
     }
     check_invariants(&m);
     // Asked to mix (--mix-core-types): one node, level 3 takes all eight.
-    let mut m = NodeManager::new(crate::node::nodes_from(vec![llc], true), 0..8, 3);
+    let mut m = NodeManager::new(crate::nodes::node::nodes_from(vec![llc], true), 0..8, 3);
     m.request(1, Request { level: 3, weight: 1 });
     assert_eq!(m.size_of(1), 8);
 }
@@ -333,7 +335,7 @@ fn an_object_on_slow_cores_moves_to_the_fast_pair_when_it_frees() {
     // hybrid on 6.18: the new task asked while the old one still held the
     // P core, got the E core, and kept it after the P core freed.
     let llc = vec![(vec![0, 1], 512), (vec![2, 3], 1024)];
-    let mut m = NodeManager::new(crate::node::nodes_from(vec![llc.clone()], false), 0..4, 3);
+    let mut m = NodeManager::new(crate::nodes::node::nodes_from(vec![llc.clone()], false), 0..4, 3);
     m.request(1, Request { level: 1, weight: 1 });
     m.request(2, Request { level: 1, weight: 1 });
     assert_eq!(m.object(1).unwrap().cpus, vec![2, 3]);
@@ -350,7 +352,7 @@ fn an_object_on_slow_cores_moves_to_the_fast_pair_when_it_frees() {
     assert!(m.release(1).iter().all(|c| c.pid != 2));
     assert_eq!(m.object(2).unwrap().cpus, before);
     // A pinned task moves only where it may run.
-    let mut m = NodeManager::new(crate::node::nodes_from(vec![llc], false), 0..4, 3);
+    let mut m = NodeManager::new(crate::nodes::node::nodes_from(vec![llc], false), 0..4, 3);
     m.request(1, L1);
     m.set_allowed(2, Some([0, 1].into_iter().collect()));
     m.request(2, L1);
@@ -532,7 +534,7 @@ fn extreme_weights_and_many_periods_stay_in_range() {
 }
 
 /// Objects before and after: the pids whose object changed.
-fn changed(before: &std::collections::BTreeMap<i32, crate::node_manager::Object>, m: &NodeManager) -> Vec<i32> {
+fn changed(before: &std::collections::BTreeMap<i32, crate::nodes::node_manager::Object>, m: &NodeManager) -> Vec<i32> {
     let pids: std::collections::BTreeSet<i32> = before.keys().chain(m.objects().keys()).copied().collect();
     pids.into_iter().filter(|p| before.get(p) != m.objects().get(p)).collect()
 }

@@ -79,12 +79,12 @@ mod place;
 mod targets;
 
 #[cfg(test)]
-mod random_tests;
+mod tests;
 
 pub use check::Audit;
 
-use crate::fast_share::{FastShare, Member};
-use crate::node::Node;
+use crate::nodes::fast_share::{FastShare, Member};
+use crate::nodes::node::Node;
 use grid::Grid;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,9 +1,9 @@
 //! Host tests of the rules file: matching by each key, first match wins,
 //! every error names file, line and field, and precedence (tag_source).
 
-use crate::rules::{Facts, RuleSet};
-use crate::tag::{parse_props, Prio, Props, Smt};
-use crate::tag_source::{decide, Found, Source};
+use crate::tags::rules::{Facts, RuleSet};
+use crate::tags::tag::{parse_props, Prio, Props, Smt};
+use crate::tags::source::{decide, Found, Source};
 use std::path::{Path, PathBuf};
 
 fn parse(text: &str) -> RuleSet {
@@ -294,7 +294,7 @@ fn explicit_tags_beat_rules_which_beat_the_parent() {
 
 #[test]
 fn listed_lines() {
-    use crate::tag_source::Listed;
+    use crate::tags::source::Listed;
     let l = Listed { path: "/sys/fs/cgroup/db".into(), id: 7, tag: Some("v1 level=2 tax=1.00 smt=any".into()), source: Source::Stored };
     assert_eq!(l.to_string(), "/sys/fs/cgroup/db (cgroup 7): v1 level=2 tax=1.00 smt=any (stored)");
     let json = serde_json::to_string(&l).unwrap();

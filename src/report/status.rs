@@ -2,8 +2,8 @@
 //! written as JSON for `scx_chameleon status` (and tests) to read without
 //! talking to the agent. Written atomically on every change and each second.
 
-use crate::node_manager::NodeManager;
-use crate::stats::Totals;
+use crate::nodes::node_manager::NodeManager;
+use crate::report::stats::Totals;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -12,9 +12,9 @@
 //! its own locking and garbage collection. It does not survive a reboot —
 //! neither does the cgroup it describes: the rules file (rules.rs) does.
 
-use crate::rules::{Facts, RuleSet};
-use crate::tag::{cgroup_id, Props, CGROUP_ROOT};
-use crate::tag_source::{decide, Found, Listed, Source};
+use crate::tags::rules::{Facts, RuleSet};
+use crate::tags::tag::{cgroup_id, Props, CGROUP_ROOT};
+use crate::tags::source::{decide, Found, Listed, Source};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -140,7 +140,7 @@ pub fn scan(root: &Path, extra: &[(PathBuf, Props)], rules: Option<&RuleSet>) ->
             // The root is never tagged: every task would inherit it.
             (Some(rules), None, Ok(None)) if dir != root => {
                 let rel = dir.strip_prefix(root).unwrap_or(&dir);
-                let (comms, uids) = if procs { crate::cgroup_procs::read(&dir) } else { Default::default() };
+                let (comms, uids) = if procs { crate::tags::cgroup_procs::read(&dir) } else { Default::default() };
                 let facts = Facts { path: format!("/{}", rel.display()), comms, uids };
                 rules.first_match(&facts).map(|r| (r.props, rules.source(r)))
             }

@@ -25,8 +25,8 @@
 //! file, the line and the field: `rules.toml:7: rule "database": level "5":
 //! expected an integer 1..=3 ...`.
 
-use crate::tag::Props;
-use crate::tag_source::Source;
+use crate::tags::tag::Props;
+use crate::tags::source::Source;
 use anyhow::{bail, Context, Result};
 use globset::{GlobBuilder, GlobMatcher};
 use regex::Regex;
@@ -440,3 +440,6 @@ fn parse_match(raw: &RawMatch, at: Here) -> Result<Match> {
     }
     Ok(m)
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,7 +10,7 @@
 //! the same rebalance); blocks are aligned (start a multiple of a
 //! power-of-two size).
 
-use crate::node::Node;
+use crate::nodes::node::Node;
 use std::collections::{BTreeSet, HashMap};
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,10 +3,10 @@
 //! decide what the node manager decided before it was incremental (the
 //! digest of every decision, recorded then).
 
-use crate::fast_share::Member;
-use crate::node::Node;
-use super::{Change, NodeManager, Request};
-use crate::node_manager_tests::Rng;
+use crate::nodes::fast_share::Member;
+use crate::nodes::node::Node;
+use crate::nodes::node_manager::{Change, NodeManager, Request};
+use super::Rng;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Draws for scenarios, from the node manager tests' generator.

@@ -10,7 +10,7 @@
 //! nearest own tag wins: a rule matching a child beats its parent's stored
 //! tag, as a child's stored tag does.
 
-use crate::tag::Props;
+use crate::tags::tag::Props;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 

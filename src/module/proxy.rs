@@ -380,9 +380,9 @@ fn wait_refs(mut refcnt: impl FnMut() -> Option<u64>, before: u64, timeout: Dura
 
 impl Proxy {
     /// The module's counters as `status` shows them.
-    pub fn status(&self, kfuncs: bool) -> Result<crate::status::ModuleStatus> {
+    pub fn status(&self, kfuncs: bool) -> Result<crate::report::status::ModuleStatus> {
         let (st, cpus) = self.stats()?;
-        let mut m = crate::status::ModuleStatus {
+        let mut m = crate::report::status::ModuleStatus {
             kfuncs,
             lends: st.lends,
             reclaims: st.reclaims,

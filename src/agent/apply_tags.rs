@@ -6,10 +6,10 @@
 //! told (tags_gen) only when something did.
 
 use crate::bpf_intf::chameleon_tag;
-use crate::rules::RuleSet;
+use crate::tags::rules::RuleSet;
 use crate::bpf_intf::as_bytes;
-use crate::tag::Props;
-use crate::tag_store::Entry;
+use crate::tags::tag::Props;
+use crate::tags::store::Entry;
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use std::collections::{HashMap, HashSet};
@@ -93,7 +93,7 @@ fn snapshot(map: &dyn MapCore) -> HashMap<u64, Vec<u8>> {
 /// its parent's entry; the next application corrects it if need be).
 pub fn apply(map: &dyn MapCore, inputs: &mut TagInputs) -> Result<Applied> {
     let before = snapshot(map);
-    let entries = crate::tag_store::scan(crate::tag_store::root(), &inputs.extra, inputs.rules.as_ref())?;
+    let entries = crate::tags::store::scan(crate::tags::store::root(), &inputs.extra, inputs.rules.as_ref())?;
     let warnings: HashSet<String> = entries.iter().flat_map(|e| e.warnings.iter().cloned()).collect();
     for w in warnings.difference(&inputs.warned) {
         warn!("{w}");
@@ -165,7 +165,7 @@ impl<'a> TagsGen<'a> {
 pub fn apply_and_announce(
     map: &dyn MapCore,
     inputs: &mut TagInputs,
-    assign: &mut crate::assign::Assigner,
+    assign: &mut crate::agent::assign::Assigner,
     tags_gen: TagsGen,
 ) -> Result<Applied> {
     let applied = apply(map, inputs)?;
@@ -184,7 +184,7 @@ pub fn apply_and_announce(
 pub fn reload_and_apply(
     map: &dyn MapCore,
     inputs: &mut TagInputs,
-    assign: &mut crate::assign::Assigner,
+    assign: &mut crate::agent::assign::Assigner,
     tags_gen: TagsGen,
 ) -> Result<String> {
     let detail = match inputs.reload_rules() {

@@ -549,5 +549,4 @@ impl Controller {
 }
 
 #[cfg(test)]
-#[path = "auto_tax_tests.rs"]
 mod tests;

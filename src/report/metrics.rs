@@ -3,7 +3,7 @@
 //! `scx_chameleon --monitor N`, and rendered as OpenMetrics text by
 //! `scx_chameleon metrics`.
 
-use crate::stats::Totals;
+use crate::report::stats::Totals;
 use scx_stats::prelude::*;
 use scx_stats_derive::Stats;
 use serde::{Deserialize, Serialize};
@@ -128,7 +128,7 @@ impl Metrics {
 
     /// The companion module's processor proxies and the interruptions lent
     /// CPUs still took, from its STATS (None: not loaded).
-    pub fn with_module(mut self, m: Option<&crate::status::ModuleStatus>) -> Metrics {
+    pub fn with_module(mut self, m: Option<&crate::report::status::ModuleStatus>) -> Metrics {
         if let Some(m) = m {
             self.proxy_module_loaded = 1;
             self.proxy_kfuncs_bound = u64::from(m.kfuncs);
@@ -207,16 +207,16 @@ pub fn serve(latest: Arc<Mutex<Metrics>>) -> anyhow::Result<StatsServer<(), ()>>
         "top",
         Box::new(move |_args, _chan| {
             let mut m = latest.lock().unwrap().clone();
-            match crate::kernel_events::read(std::path::Path::new(crate::kernel_events::PATH)) {
+            match crate::report::kernel_events::read(std::path::Path::new(crate::report::kernel_events::PATH)) {
                 Ok(p) => {
                     if !p.errors.is_empty() && !warned.swap(true, Ordering::Relaxed) {
-                        tracing::warn!("{}: {}", crate::kernel_events::PATH, p.errors.join("; "));
+                        tracing::warn!("{}: {}", crate::report::kernel_events::PATH, p.errors.join("; "));
                     }
                     m.kernel_events = p.counters;
                 }
                 Err(e) => {
                     if !warned.swap(true, Ordering::Relaxed) {
-                        tracing::warn!("reading {}: {e}", crate::kernel_events::PATH);
+                        tracing::warn!("reading {}: {e}", crate::report::kernel_events::PATH);
                     }
                 }
             }
@@ -275,7 +275,7 @@ mod tests {
 
     #[test]
     fn module_proxies_and_interruptions_become_counters_and_gauges() {
-        let module = crate::status::ModuleStatus {
+        let module = crate::report::status::ModuleStatus {
             kfuncs: true,
             lends: 40,
             reclaims: 39,
@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn kernel_events_are_one_labelled_counter_family() {
-        let events = crate::kernel_events::parse("SCX_EV_SELECT_CPU_FALLBACK 12\nSCX_EV_DISPATCH_KEEP_LAST 3\n");
+        let events = crate::report::kernel_events::parse("SCX_EV_SELECT_CPU_FALLBACK 12\nSCX_EV_DISPATCH_KEEP_LAST 3\n");
         let m = Metrics { kernel_events: events.counters, ..Default::default() };
         let text = m.openmetrics();
         assert!(text.contains("# TYPE chameleon_kernel_events counter\n"), "{text}");

@@ -21,7 +21,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::auto_tax::Sample;
+use crate::nodes::auto_tax::Sample;
 
 /// Where counter files live: tmpfs on every distribution, writable by all
 /// (sticky), so a task needs no setup to create its own.
