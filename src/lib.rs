@@ -28,15 +28,6 @@ pub mod bpf_intf;
 #[allow(clippy::all)]
 pub mod bpf_skel;
 
-// Not yet in the tools crate.
-pub mod monitor;
-pub mod top;
-pub mod top_history;
-pub mod top_keys;
-pub mod top_layout;
-pub mod trace;
-pub mod trace_record;
-
 #[cfg(test)]
 mod policy_tests;
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use anyhow::{Context, Result};
 use chameleon::{Opts, Scheduler};
 use clap::Parser;
+use std::ffi::OsString;
 use std::mem::MaybeUninit;
 use std::time::Duration;
 use tracing::info;
@@ -143,8 +144,8 @@ struct Cli {
     /// Do not schedule: print the running scheduler's counters (scx_stats) every N
     /// seconds, one line each with rates and the kernel's event counters that
     /// changed; while no scheduler answers, say so once and keep retrying.
-    #[arg(long, value_name = "N", value_parser = parse_interval)]
-    monitor: Option<f64>,
+    #[arg(long, value_name = "N")]
+    monitor: Option<OsString>,
 
     /// With --monitor: one JSON object per line (the schema of
     /// `chameleon::report::metrics::Metrics`), for scripts.
@@ -205,11 +206,11 @@ enum Cmd {
     ReloadRules,
     /// Watch it live: CPU grid (or one row per node), history sparklines,
     /// execution objects, fuse latency, event log.
+    #[command(disable_help_flag = true)]
     Top {
-        /// Key file (default: $XDG_CONFIG_HOME/scx_chameleon/top.toml, else
-        /// ~/.config/scx_chameleon/top.toml), e.g. `[keys] quit = "q" view = "v"`.
-        #[arg(long)]
-        config: Option<std::path::PathBuf>,
+        /// Handed to scx_chameleon-tools (`scx_chameleon top --help` lists them).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
     },
     /// Print the running scheduler's counters in the OpenMetrics text format.
     Metrics,
@@ -237,14 +238,11 @@ enum Cmd {
     /// Record the running scheduler's events for SECONDS into FILE, a Perfetto
     /// trace (open it in ui.perfetto.dev): per CPU, when it was a fused
     /// representative or lent, and the splits; per task, its events.
+    #[command(disable_help_flag = true)]
     Trace {
-        /// How long to record, whole seconds (1..=3600; Ctrl-C ends it early).
-        #[arg(short = 'd', long = "duration", value_name = "SECONDS",
-              value_parser = chameleon::trace_record::parse_seconds)]
-        seconds: u64,
-        /// The trace file to write (replaced only once the trace is complete).
-        #[arg(short = 'o', long = "output", value_name = "FILE")]
-        output: std::path::PathBuf,
+        /// Handed to scx_chameleon-tools (`scx_chameleon trace --help` lists them).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
     },
     /// Show the objects of the running scheduler (asked of the agent; its status file if it does not answer).
     Status {
@@ -455,20 +453,29 @@ fn reload_rules_cmd(socket: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-fn trace_cmd(socket: &std::path::Path, status: &std::path::Path, seconds: u64, output: &std::path::Path) -> Result<()> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        anyhow::bail!("tracing needs root (the agent's control socket is root's only)");
+/// The viewers (top, trace, --monitor) live in their own binary,
+/// scx_chameleon-tools, so that the daemon links no TUI, async runtime or
+/// Perfetto protos: run it in this process's place with the words the user
+/// typed, the one found next to this binary first, else the one in PATH.
+fn hand_off(cli: &Cli, words: Vec<OsString>) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    const TOOLS: &str = "scx_chameleon-tools";
+    let beside = std::env::current_exe().ok().map(|e| e.with_file_name(TOOLS));
+    let program = beside.clone().filter(|p| p.is_file()).unwrap_or_else(|| TOOLS.into());
+    // Named as typed: its usage and errors read "scx_chameleon top ...".
+    let e = std::process::Command::new(&program)
+        .arg0("scx_chameleon")
+        .arg("--control-socket")
+        .arg(&cli.control_socket)
+        .arg("--status-file")
+        .arg(&cli.status_file)
+        .args(words)
+        .exec();
+    if e.kind() == std::io::ErrorKind::NotFound {
+        let beside = beside.map_or(String::new(), |p| format!("{} nor ", p.display()));
+        anyhow::bail!("top, trace and --monitor need {TOOLS}: no {beside}{TOOLS} in PATH (install it beside scx_chameleon: make install does)");
     }
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flag = stop.clone();
-    // Ctrl-C ends the window early; what was recorded is still written.
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, flag.clone()).context("installing the SIGINT/SIGTERM handler")?;
-    }
-    let nr_cpus = *scx_utils::NR_CPU_IDS as u32;
-    println!("{}", chameleon::trace_record::run(socket, status, seconds, output, nr_cpus, &stop)?);
-    Ok(())
+    Err(e).with_context(|| format!("running {}", program.display()))
 }
 
 fn events_cmd(socket: &std::path::Path, json: bool) -> Result<()> {
@@ -545,19 +552,20 @@ fn run() -> Result<()> {
         }
         Some(Cmd::Unpark { cpus }) => return park_cmd(&cli.control_socket, chameleon::control::Op::Unpark { cpus }),
         Some(Cmd::Events { json }) => return events_cmd(&cli.control_socket, json),
-        Some(Cmd::Trace { seconds, output }) => return trace_cmd(&cli.control_socket, &cli.status_file, seconds, &output),
-        Some(Cmd::Top { config }) => return chameleon::top::run(&cli.control_socket, &cli.status_file, config.as_deref()),
+        Some(Cmd::Top { ref args }) => return hand_off(&cli, [OsString::from("top")].into_iter().chain(args.iter().cloned()).collect()),
+        Some(Cmd::Trace { ref args }) => return hand_off(&cli, [OsString::from("trace")].into_iter().chain(args.iter().cloned()).collect()),
         Some(Cmd::Metrics) => {
             print!("{}", chameleon::report::metrics::fetch()?.openmetrics());
             return Ok(());
         }
         None => {}
     }
-    if let Some(every) = cli.monitor {
-        if !(every.is_finite() && every > 0.0) {
-            anyhow::bail!("--monitor must be a number of seconds > 0 (got {every})");
+    if let Some(every) = &cli.monitor {
+        let mut words = vec![OsString::from("--monitor"), every.clone()];
+        if cli.monitor_json {
+            words.push("--monitor-json".into());
         }
-        return chameleon::monitor::run(Duration::from_secs_f64(every), cli.monitor_json);
+        return hand_off(&cli, words);
     }
     let level = match cli.verbose {
         0 => cli.log_level.as_str(),

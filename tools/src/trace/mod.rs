@@ -10,13 +10,15 @@
 //!
 //! Pure: [`build`] turns events and the window they were taken in into a
 //! trace; taking them from the agent and writing the file is
-//! `trace_record.rs`. Slices never nest on a track (a track is in one state at
+//! `record.rs`. Slices never nest on a track (a track is in one state at
 //! a time), so every begin has its end on the same track, in order: a slice
 //! still open when the next one begins (a split reported after the fuse that
 //! took the CPU over) is ended there, and one open at the end of the window
 //! is ended at the end.
 
-use crate::report::event::{split_reason, Event, Kind};
+pub mod record;
+
+use chameleon::report::event::{split_reason, Event, Kind};
 use perfetto_protos::builtin_clock::BuiltinClock;
 use perfetto_protos::clock_snapshot::{clock_snapshot::Clock, ClockSnapshot};
 use perfetto_protos::debug_annotation::DebugAnnotation;
@@ -79,7 +81,7 @@ pub struct Fused {
 
 /// The fused objects in the status file's CPU roles: a "rep" CPU runs the
 /// object of task `with`; a "borrowed" one is lent to representative `with`.
-pub fn fused_from_status(cpus: &[crate::report::status::CpuStatus]) -> Vec<Fused> {
+pub fn fused_from_status(cpus: &[chameleon::report::status::CpuStatus]) -> Vec<Fused> {
     cpus.iter()
         .filter(|c| c.online && c.role == "rep" && c.with > 0)
         .map(|r| {
@@ -524,5 +526,4 @@ fn event_packet(it: Item) -> TracePacket {
 }
 
 #[cfg(test)]
-#[path = "trace_tests.rs"]
 mod tests;

@@ -3,7 +3,7 @@
 //! (the Perfetto UI) would need it.
 
 use super::*;
-use crate::trace_record::{parse_seconds, Output};
+use crate::trace::record::{parse_seconds, Output};
 use protobuf::Message;
 
 const MS: u64 = 1_000_000;
@@ -55,7 +55,7 @@ fn task(kind: Kind, ts_ms: u64, cpu: i32, pid: i32, comm: &str) -> Event {
 /// and is still fused when the window closes. Given in arrival order, not
 /// time order (a report waits for its CPUs); CPU 1 goes offline and back.
 fn scene() -> Vec<Event> {
-    let tick = crate::bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_TICK;
+    let tick = chameleon::bpf_intf::chameleon_split_reason_CHAMELEON_SPLIT_TICK;
     let mut d = task(Kind::Demand, 1050, 2, 100, "spin");
     d.level = 1;
     vec![
@@ -291,7 +291,7 @@ fn times_outside_the_window_go_to_its_edges_and_partial_fuses_show_their_size() 
 
 #[test]
 fn an_object_fused_throughout_comes_from_the_status() {
-    use crate::report::status::CpuStatus;
+    use chameleon::report::status::CpuStatus;
     let cpu = |cpu: usize, role: &str, with: i64| CpuStatus { cpu, online: true, role: role.into(), with, perf: None };
     // CPU 2 runs task 100's object with 3 lent; 0 runs 200's with 1 lent
     // (and 200 splits inside the window, so its events tell its story).

@@ -4,8 +4,8 @@
 //! window opens, so that a FILE we cannot write is refused at once, not
 //! after the wait; it replaces FILE only once complete.
 
-use crate::report::event::Event;
-use crate::report::metrics::clock_ns;
+use chameleon::report::event::Event;
+use chameleon::report::metrics::clock_ns;
 use crate::trace::{self, Fused, Summary, TaskInfo, Window};
 use anyhow::{bail, Context, Result};
 use nix::time::ClockId;
@@ -115,7 +115,7 @@ fn fresh_status(path: &Path, since: SystemTime) -> Option<Vec<Fused>> {
     if written <= since {
         return None;
     }
-    let snap = crate::report::status::read(path).ok()?;
+    let snap = chameleon::report::status::read(path).ok()?;
     Some(trace::fused_from_status(&snap.cpus))
 }
 
@@ -125,7 +125,7 @@ pub fn record(socket: &Path, status: &Path, seconds: u64, nr_cpus: u32, stop: &A
     if !socket.exists() {
         bail!("no scx_chameleon agent is running ({} missing): nothing to trace", socket.display());
     }
-    let mut reader = crate::control::subscribe(socket).context("subscribing to the agent's events")?;
+    let mut reader = chameleon::control::subscribe(socket).context("subscribing to the agent's events")?;
     let start_ns = clock_ns(ClockId::CLOCK_MONOTONIC);
     let boottime_at_start_ns = clock_ns(ClockId::CLOCK_BOOTTIME);
     let subscribed_at = SystemTime::now();

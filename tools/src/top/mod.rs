@@ -1,14 +1,18 @@
 //! `scx_chameleon top`: watch borrowing live. The model (what is shown) and
 //! the rendering are plain functions so that they are tested with ratatui's
 //! TestBackend; `run` wires them to the terminal, the agent's event stream and
-//! its status file on a tokio runtime. The history band is top_history.rs,
-//! the panes and the CPU views top_layout.rs, the keys top_keys.rs.
+//! its status file on a tokio runtime. The history band is history.rs,
+//! the panes and the CPU views layout.rs, the keys keys.rs.
 
-use crate::report::event::{Event, Kind};
-use crate::report::status::Snapshot;
-use crate::top_history::History;
-use crate::top_keys::KeyMap;
-use crate::top_layout::View;
+pub mod history;
+pub mod keys;
+pub mod layout;
+
+use chameleon::report::event::{Event, Kind};
+use chameleon::report::status::Snapshot;
+use crate::top::history::History;
+use crate::top::keys::KeyMap;
+use crate::top::layout::View;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -112,7 +116,7 @@ impl Model {
     /// while no scheduler is connected).
     pub fn tick(&mut self, now: Instant) {
         let status = if self.connected { self.status.as_ref() } else { None };
-        let sample = crate::top_history::sample(status, self.rates_at(now).0 as u64);
+        let sample = crate::top::history::sample(status, self.rates_at(now).0 as u64);
         self.history.record(now, sample);
     }
 
@@ -176,11 +180,11 @@ impl Model {
 /// Draw the whole screen.
 pub fn render(f: &mut Frame, m: &Model) {
     let area = f.area();
-    let cpu_lines = crate::top_layout::cpu_lines(m.status.as_ref(), m.view, area.width.saturating_sub(2));
-    let a = crate::top_layout::split(area, cpu_lines.len(), !m.hide_history);
-    crate::top_layout::render_cpus(f, cpu_lines, m.view, m.keys.view, a.cpus);
+    let cpu_lines = crate::top::layout::cpu_lines(m.status.as_ref(), m.view, area.width.saturating_sub(2));
+    let a = crate::top::layout::split(area, cpu_lines.len(), !m.hide_history);
+    crate::top::layout::render_cpus(f, cpu_lines, m.view, m.keys.view, a.cpus);
     if let Some(h) = a.history {
-        crate::top_history::render(f, &m.history, h);
+        crate::top::history::render(f, &m.history, h);
     }
     render_objects(f, m, a.objects);
     render_histogram(f, m, a.latency);
@@ -196,7 +200,7 @@ pub fn render(f: &mut Frame, m: &Model) {
             Line::from("CPU grid: rep = runs a fused object, lent = borrowed by it"),
             Line::from("nodes: R rep, L lent, n native, . idle, x offline"),
         ];
-        let path = crate::top_keys::default_path().map_or("~/.config/scx_chameleon/top.toml".into(), |p| p.display().to_string());
+        let path = crate::top::keys::default_path().map_or("~/.config/scx_chameleon/top.toml".into(), |p| p.display().to_string());
         lines.push(Line::from(format!("keys from [keys] in {path}")));
         let help = Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" help "));
         let area = Rect { x: 2, y: 2, width: area.width.saturating_sub(4).min(80), height: 8.min(area.height.saturating_sub(2)) };
@@ -217,7 +221,7 @@ fn render_objects(f: &mut Frame, m: &Model, area: Rect) {
             let granted = obj.map_or("native".to_string(), |o| format!("{} {:?}", o.cpus.len(), o.cpus));
             // An automatic tax: this task's, marked.
             let tax = match s.auto_tax.iter().find(|a| a.pid == *pid) {
-                Some(a) => format!("{}*", crate::tags::tag::tax_text(a.tax)),
+                Some(a) => format!("{}*", chameleon::tags::tag::tax_text(a.tax)),
                 None => s.tags.iter().find(|(id, _)| *id == cgroup).map_or("-".to_string(), |(_, t)| {
                     t.split_whitespace().find_map(|w| w.strip_prefix("tax=")).unwrap_or("-").to_string()
                 }),
@@ -381,7 +385,7 @@ fn follow_events(socket: std::path::PathBuf, tx: tokio::sync::mpsc::UnboundedSen
     use std::io::BufRead;
     let mut attempt = 0;
     loop {
-        if let Ok(reader) = crate::control::subscribe(&socket) {
+        if let Ok(reader) = chameleon::control::subscribe(&socket) {
             attempt = 0;
             if tx.send(Msg::Connected).is_err() {
                 return;
@@ -431,11 +435,11 @@ fn read_keys(tx: tokio::sync::mpsc::UnboundedSender<Msg>) {
 
 /// Run the TUI until q (or SIGINT/SIGTERM); the terminal is restored on
 /// every way out, panics included (ratatui::init installs the hook). Keys
-/// come from `config` (default: top_keys::default_path()).
+/// come from `config` (default: keys::default_path()).
 pub fn run(socket: &std::path::Path, status_path: &std::path::Path, config: Option<&std::path::Path>) -> anyhow::Result<()> {
-    let (keys, notice) = match (config, crate::top_keys::default_path()) {
-        (Some(p), _) => crate::top_keys::load(p, true),
-        (None, Some(p)) => crate::top_keys::load(&p, false),
+    let (keys, notice) = match (config, crate::top::keys::default_path()) {
+        (Some(p), _) => crate::top::keys::load(p, true),
+        (None, Some(p)) => crate::top::keys::load(&p, false),
         (None, None) => (KeyMap::default(), None),
     };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -469,7 +473,7 @@ pub fn run(socket: &std::path::Path, status_path: &std::path::Path, config: Opti
                 }
                 _ = tick.tick() => {
                     if m.connected {
-                        m.status = crate::report::status::read(status_path).ok();
+                        m.status = chameleon::report::status::read(status_path).ok();
                     }
                     m.tick(Instant::now());
                 }
@@ -490,7 +494,7 @@ pub fn run(socket: &std::path::Path, status_path: &std::path::Path, config: Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::status::{CpuStatus, ObjectStatus};
+    use chameleon::report::status::{CpuStatus, ObjectStatus};
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
 
@@ -560,7 +564,7 @@ mod tests {
         let mut m = fused_model();
         assert!(screen(&m).contains("module: not loaded"), "{}", screen(&m));
         let st = m.status.as_mut().unwrap();
-        st.module = Some(crate::report::status::ModuleStatus {
+        st.module = Some(chameleon::report::status::ModuleStatus {
             kfuncs: true,
             lends: 40,
             reclaims: 39,
@@ -671,7 +675,7 @@ mod tests {
     #[test]
     fn configured_keys_replace_the_defaults_and_a_bad_file_is_shown() {
         let mut m = fused_model();
-        m.keys = crate::top_keys::parse("[keys]\nquit = \"x\"\npause = \"P\"\n").unwrap();
+        m.keys = crate::top::keys::parse("[keys]\nquit = \"x\"\npause = \"P\"\n").unwrap();
         assert!(m.on_key('q'), "q no longer quits");
         assert!(m.on_key('P') && m.paused);
         assert!(screen(&m).contains("? help  x quit"), "{}", screen(&m));

@@ -3,7 +3,7 @@
 //! and, for machines where a grid no longer reads, one row per node (an LLC,
 //! or a capacity class of one, as the agent formed them) with counts.
 
-use crate::report::status::Snapshot;
+use chameleon::report::status::Snapshot;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -159,7 +159,7 @@ fn node_lines(s: &Snapshot) -> Vec<Line<'static>> {
     node_rows(s)
         .into_iter()
         .map(|r| {
-            let head = format!(" {:<7} cpus {:<12}", r.name, crate::module::park::list(&r.cpus));
+            let head = format!(" {:<7} cpus {:<12}", r.name, chameleon::module::park::list(&r.cpus));
             let counts = format!(
                 " rep {:<3} lent {:<3} native {:<3} idle {:<3} offline {:<3} objects {:<3} ",
                 r.rep, r.lent, r.native, r.idle, r.offline, r.objects
@@ -193,7 +193,7 @@ pub fn render_cpus(f: &mut Frame, lines: Vec<Line<'static>>, view: View, key: ch
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::status::{CpuStatus, ObjectStatus};
+    use chameleon::report::status::{CpuStatus, ObjectStatus};
 
     /// 2 nodes of 4 CPUs: an object on 0-1, CPU 5 offline, CPU 8 in no node.
     fn snap() -> Snapshot {

@@ -7,7 +7,7 @@
 //! fetch's outcome; it is pure (the clock text and the time are passed in) so
 //! the host tests drive outages and restarts through it.
 
-use crate::report::metrics::Metrics;
+use chameleon::report::metrics::Metrics;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -188,7 +188,7 @@ pub fn run(every: Duration, json: bool) -> anyhow::Result<()> {
     let start = Instant::now();
     let mut mon = Monitor::new(every, json);
     loop {
-        let (lines, wait) = mon.step(crate::report::metrics::fetch(), start.elapsed().as_secs_f64(), &clock_now());
+        let (lines, wait) = mon.step(chameleon::report::metrics::fetch(), start.elapsed().as_secs_f64(), &clock_now());
         for line in lines {
             match line {
                 Output::Stdout(l) => {

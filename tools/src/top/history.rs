@@ -4,7 +4,7 @@
 //! SECONDS; a second without a scheduler is an absent sample (drawn '·'),
 //! not a zero, so an outage does not read as "nothing fused".
 
-use crate::report::status::Snapshot;
+use chameleon::report::status::Snapshot;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::widgets::{Block, Borders, RenderDirection, Sparkline};
@@ -80,10 +80,6 @@ impl History {
         self.samples.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.samples.is_empty()
-    }
-
     /// One series, newest first (the sparkline draws it right to left, so
     /// the newest second is at the right edge and the oldest fall off the left).
     fn series(&self, f: impl Fn(&Sample) -> u64) -> Vec<Option<u64>> {
@@ -132,7 +128,7 @@ pub fn render(f: &mut Frame, h: &History, area: Rect) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::status::CpuStatus;
+    use chameleon::report::status::CpuStatus;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
 
