@@ -28,10 +28,5 @@ pub mod bpf_intf;
 #[allow(clippy::all)]
 pub mod bpf_skel;
 
-#[cfg(test)]
-mod policy_tests;
-#[cfg(test)]
-mod role_tests;
-
 pub use agent::scheduler::{Opts, Scheduler};
 pub use agent::signals::{Doorbell, Shutdown};

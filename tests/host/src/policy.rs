@@ -1,5 +1,5 @@
 //! Host tests of the BPF policy's pure helpers: the C in bpf/*.h compiled for
-//! the host by build.rs (tests/host/policy_shim.c), so the very code the BPF
+//! the host by build.rs (policy_shim.c), so the very code the BPF
 //! program runs is exercised here.
 
 extern "C" {
@@ -180,7 +180,7 @@ extern "C" {
 
 #[test]
 fn smt_class_decides_the_object_level() {
-    use crate::bpf_intf::*;
+    use chameleon::bpf_intf::*;
     unsafe {
         assert_eq!(host_tag_object_level(2, chameleon_smt_CHAMELEON_SMT_ANY), 2);
         assert_eq!(host_tag_object_level(2, chameleon_smt_CHAMELEON_SMT_SMT), 0, "shares its core");
@@ -249,7 +249,7 @@ fn lending_bound_needs_a_waiter_and_the_time() {
         let b = 50 * MS;
         assert_eq!(host_lend_due(100 * MS, 49 * MS, 1, b), 1);
         assert_eq!(host_lend_due(100 * MS, 51 * MS, 1, b), 0, "not yet");
-        assert_eq!(host_lend_due(100 * MS, 1 * MS, 0, b), 0, "nobody waits any more");
+        assert_eq!(host_lend_due(100 * MS, MS, 0, b), 0, "nobody waits any more");
         assert_eq!(host_lend_due(100 * MS, 0, 1, b), 0, "no wait recorded");
     }
 }
@@ -326,7 +326,7 @@ fn steal_looks_at_siblings_then_a_rotating_window() {
         }
         assert_eq!(seen.len(), 62);
         // No siblings, or nothing at all.
-        assert_eq!(host_steal_pick(0, 3, 0, 5), (5 % 3) as i32);
+        assert_eq!(host_steal_pick(0, 3, 0, 5), 5 % 3);
         assert_eq!(host_steal_pick(0, 0, 0, 0), -1);
     }
 }
@@ -335,8 +335,8 @@ fn steal_looks_at_siblings_then_a_rotating_window() {
 /// whole cache lines, so two CPUs never write one line (issue 9, finding 10).
 #[test]
 fn per_cpu_state_is_cache_line_sized() {
-    use crate::bpf_skel::types;
-    let line = crate::bpf_intf::chameleon_consts_CHAMELEON_CACHELINE as usize;
+    use chameleon::bpf_skel::types;
+    let line = chameleon::bpf_intf::chameleon_consts_CHAMELEON_CACHELINE as usize;
     assert_eq!(std::mem::size_of::<types::cpu_role>() % line, 0);
     assert_eq!(std::mem::size_of::<types::cpu_run>() % line, 0);
     assert_eq!(std::mem::size_of::<types::cpu_queue>() % line, 0);
@@ -346,19 +346,19 @@ fn per_cpu_state_is_cache_line_sized() {
     assert_eq!(std::mem::size_of::<types::cpu_perf>() % line, 0);
     assert_eq!(std::mem::size_of::<types::rep_ctx>() % line, 0);
     assert_eq!(std::mem::size_of::<types::chameleon_cpu_stats>() % line, 0);
-    assert_eq!(std::mem::align_of::<crate::bpf_intf::chameleon_cpu_stats>(), line);
+    assert_eq!(std::mem::align_of::<chameleon::bpf_intf::chameleon_cpu_stats>(), line);
 }
 
 /// The policy checks the module's ABI with its own copy of the version (it
 /// cannot include the module's UAPI header): the two must agree.
 #[test]
 fn policy_and_module_agree_on_the_proxy_abi() {
-    let header = include_str!("../kmod_proxy/chameleon_proxy.h");
+    let header = include_str!("../../../kmod_proxy/chameleon_proxy.h");
     let module: u32 = header
         .lines()
         .find_map(|l| l.strip_prefix("#define CHAMELEON_PROXY_ABI_VERSION")?.trim().parse().ok())
         .expect("CHAMELEON_PROXY_ABI_VERSION in kmod_proxy/chameleon_proxy.h");
-    assert_eq!(crate::bpf_intf::chameleon_consts_CHAMELEON_PROXY_ABI, module);
+    assert_eq!(chameleon::bpf_intf::chameleon_consts_CHAMELEON_PROXY_ABI, module);
 }
 
 extern "C" {
@@ -452,7 +452,7 @@ extern "C" {
 
 #[test]
 fn cgroup_count_shards_are_blocks_of_adjacent_cpus() {
-    let shards = crate::bpf_intf::CHAMELEON_CG_SHARDS;
+    let shards = chameleon::bpf_intf::CHAMELEON_CG_SHARDS;
     for nr in [1u32, 2, 3, 4, 5, 32, 128, 511, 512] {
         let of: Vec<u32> = (0..nr as i32).map(|c| unsafe { host_cg_shard(c, nr) }).collect();
         // In range, and never decreasing: each shard a block of adjacent CPUs.

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use crate::bpf_intf::{
+use chameleon::bpf_intf::{
     chameleon_role_CHAMELEON_ROLE_FUSING as FUSING, chameleon_role_CHAMELEON_ROLE_LENT as LENT,
     chameleon_role_CHAMELEON_ROLE_NATIVE as NATIVE, chameleon_role_CHAMELEON_ROLE_PARKED as PARKED,
     chameleon_role_CHAMELEON_ROLE_REP as REP, chameleon_role_CHAMELEON_ROLE_SPLITTING as SPLITTING,
@@ -39,7 +39,7 @@ fn lent(rep: i32) -> u32 {
     unsafe { host_role_lent(rep) }
 }
 fn kind(w: u32) -> u32 {
-    w & ((1 << crate::bpf_intf::chameleon_consts_CHAMELEON_ROLE_SHIFT) - 1)
+    w & ((1 << chameleon::bpf_intf::chameleon_consts_CHAMELEON_ROLE_SHIFT) - 1)
 }
 fn lent_ok(w: u32, rep_word: u32) -> bool {
     // SAFETY: pure.
