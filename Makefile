@@ -43,20 +43,25 @@ clean:
 	scripts/in-root --bind "$(CURDIR)" -- make -s -C /usr/src/linux-headers-$$(. scripts/config.sh; echo $$KVER) M="$(CURDIR)/kmod_proxy" clean
 	rm -rf build/modules
 
-# Install the agent, the systemd unit and its flags file (kept if present),
-# and the progress header for `tax=auto` applications. BIN is the agent to
-# install: `make build`'s (built in the trixie root, for trixie-era systems),
-# or your own `cargo build --release` on the target machine:
+# Install the agent with the tools it runs for `top`, `trace` and `--monitor`
+# (scx_chameleon-tools, beside it), the systemd unit and its flags file (kept
+# if present), and the progress header for `tax=auto` applications. BIN is the
+# agent to install: `make build`'s (built in the trixie root, for trixie-era
+# systems), or your own `cargo build --release` on the target machine:
 #   sudo make install BIN=target/release/scx_chameleon
+# TOOLS_BIN is the tools binary (default: the one next to BIN).
 # then `systemctl daemon-reload && systemctl enable --now scx_chameleon`.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSCONFDIR ?= /etc
 BIN ?= build/scx_chameleon
+TOOLS_BIN ?= $(dir $(BIN))scx_chameleon-tools
 install:
 	@test -x "$(BIN)" || { echo "install: no agent at $(BIN) (make build, or BIN=target/release/scx_chameleon)" >&2; exit 1; }
+	@test -x "$(TOOLS_BIN)" || { echo "install: no tools at $(TOOLS_BIN) (make build, or TOOLS_BIN=target/release/scx_chameleon-tools)" >&2; exit 1; }
 	install -D -m 0755 "$(BIN)" "$(DESTDIR)$(BINDIR)/scx_chameleon"
+	install -D -m 0755 "$(TOOLS_BIN)" "$(DESTDIR)$(BINDIR)/scx_chameleon-tools"
 	install -d "$(DESTDIR)$(UNITDIR)"
 	sed 's|@BINDIR@|$(BINDIR)|g' dist/scx_chameleon.service >"$(DESTDIR)$(UNITDIR)/scx_chameleon.service"
 	chmod 0644 "$(DESTDIR)$(UNITDIR)/scx_chameleon.service"
@@ -66,5 +71,6 @@ install:
 
 # Leaves $(SYSCONFDIR)/default/scx_chameleon (your flags) in place.
 uninstall:
-	rm -f "$(DESTDIR)$(BINDIR)/scx_chameleon" "$(DESTDIR)$(UNITDIR)/scx_chameleon.service" \
+	rm -f "$(DESTDIR)$(BINDIR)/scx_chameleon" "$(DESTDIR)$(BINDIR)/scx_chameleon-tools" \
+		"$(DESTDIR)$(UNITDIR)/scx_chameleon.service" \
 		"$(DESTDIR)$(PREFIX)/include/chameleon_progress.h"

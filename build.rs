@@ -1,9 +1,8 @@
 // Builds the BPF policy and its Rust skeleton (scx_cargo reads BPF_CLANG): each
 // concept of the policy is a unit of its own (bpf/*.bpf.c), compiled apart and
 // linked into one object, as scx_lavd does. Turns bpf/intf.h and
-// kmod_proxy/chameleon_proxy.h into Rust with bindgen, and compiles the BPF
-// policy's pure decision helpers for the host so that unit tests run exactly
-// that code.
+// kmod_proxy/chameleon_proxy.h into Rust with bindgen. (The host tests of
+// the policy's C build their shim themselves: tests/host.)
 fn main() {
     let mut bpf = scx_cargo::BpfBuilder::new().expect("BPF builder");
     bpf.enable_intf("bpf/intf.h", "bpf_intf.rs").enable_skel("bpf/main.bpf.c", "bpf");
@@ -33,12 +32,5 @@ fn main() {
         .expect("writing proxy_uapi.rs");
     println!("cargo:rerun-if-changed=kmod_proxy/chameleon_proxy.h");
 
-    cc::Build::new()
-        .file("tests/host/policy_shim.c")
-        .include("bpf")
-        .warnings(true)
-        .extra_warnings(true)
-        .compile("chameleon_policy");
-    println!("cargo:rerun-if-changed=tests/host/policy_shim.c");
     println!("cargo:rerun-if-changed=bpf");
 }

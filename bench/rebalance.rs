@@ -5,8 +5,8 @@
 //! (`rebalance()`, from the same state), per accounting period's start
 //! (`rotate()`), and per arrival before the first period.
 //!   bench/rebalance [ROUNDS]
-use chameleon::node::Node;
-use chameleon::node_manager::{Change, NodeManager, Request};
+use chameleon::nodes::node::Node;
+use chameleon::nodes::node_manager::{Change, NodeManager, Request};
 use std::time::Instant;
 
 /// The times of one kind of call, and how many objects each changed.

@@ -2,7 +2,7 @@
 /*
  * The role of a CPU: one word per CPU, the single source of truth for what
  * the CPU does for execution objects and parking. Pure (no BPF helpers), so
- * that the host tests run exactly this code (tests/host, src/policy_tests.rs
+ * that the host tests run exactly this code (tests/host: tests/host/src/role.rs
  * explores every interleaving of concurrent transitions on small machines).
  *
  * The word is (with + 1) << CHAMELEON_ROLE_SHIFT | kind, where with is the

@@ -6,6 +6,7 @@
 #
 # Outputs (paths printed by `build.sh --print-paths`), all in this clone:
 #   build/scx_chameleon
+#   build/scx_chameleon-tools (top, trace, --monitor: scx_chameleon execs it)
 #   kmod_proxy/chameleon_proxy.ko
 #   build/tools/*
 # Cargo's target directory is shared by every clone (outside it, so a fresh
@@ -22,6 +23,7 @@ out=$repo/build
 tools=$out/tools
 if [ "${1:-}" = --print-paths ]; then
 	echo "AGENT=$out/scx_chameleon"
+	echo "AGENT_TOOLS=$out/scx_chameleon-tools"
 	echo "MODULE=$repo/kmod_proxy/chameleon_proxy.ko"
 	echo "TOOLS=$tools"
 	exit 0
@@ -44,9 +46,15 @@ mkdir -p "$CACHE_DIR"
 # its binary at the shared path.
 (
 	flock 9
-	CHAMELEON_TARGET_LOCKED=1 "$here/cargo-in-root" build --workspace --release ${CARGO_QUIET:+-q}
-	cp "$target/release/scx_chameleon" "$out/scx_chameleon.new"
-	mv -f "$out/scx_chameleon.new" "$out/scx_chameleon"
+	# The policy's host tests (tests/host, with their C shim) are for
+	# `cargo test` only.
+	CHAMELEON_TARGET_LOCKED=1 "$here/cargo-in-root" build --workspace --exclude chameleon_policy_tests \
+		--release ${CARGO_QUIET:+-q}
+	# The agent and, next to it, the tools it execs for top, trace and --monitor.
+	for bin in scx_chameleon scx_chameleon-tools; do
+		cp "$target/release/$bin" "$out/$bin.new"
+		mv -f "$out/$bin.new" "$out/$bin"
+	done
 ) 9>"$CACHE_DIR/target.lock"
 t1=$(date +%s)
 

@@ -19,7 +19,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use crate::signals::Doorbell;
+use crate::doorbell::Doorbell;
 
 pub const DEFAULT_PATH: &str = "/run/scx_chameleon/control.sock";
 pub const VERSION: u32 = 1;
@@ -77,7 +77,7 @@ pub struct Response {
     pub detail: Option<String>,
     /// The answer to `tags`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tags: Option<Vec<crate::tag_source::Listed>>,
+    pub tags: Option<Vec<crate::tags::source::Listed>>,
     /// The answer to `status`: a status.rs Snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<serde_json::Value>,
@@ -90,10 +90,10 @@ impl Response {
     pub fn err(e: impl std::fmt::Display) -> Self {
         Response { ok: false, error: Some(e.to_string()), detail: None, tags: None, status: None }
     }
-    pub fn tags(tags: Vec<crate::tag_source::Listed>) -> Self {
+    pub fn tags(tags: Vec<crate::tags::source::Listed>) -> Self {
         Response { ok: true, error: None, detail: None, tags: Some(tags), status: None }
     }
-    pub fn status(snap: &crate::status::Snapshot) -> Self {
+    pub fn status(snap: &crate::report::status::Snapshot) -> Self {
         match serde_json::to_value(snap) {
             Ok(v) => Response { ok: true, error: None, detail: None, tags: None, status: Some(v) },
             Err(e) => Response::err(format!("status: {e}")),

@@ -13,54 +13,21 @@ macro_rules! out {
     }};
 }
 
-pub mod affinity;
-pub mod assign;
-pub mod auto_tax;
+// The concepts, each a folder, dependencies pointing one way (down this
+// list): the agent uses everything below it; the control socket the
+// reports and the tags; the module interface the reports; the reports the
+// nodes; the nodes and the tags only the BPF interface. The tools crate
+// (tools/: top, trace, monitor) and the CLI (scx_chameleon/) sit on top.
+pub mod agent;
+pub mod control;
+pub mod module;
+pub mod report;
+pub mod tags;
+pub mod nodes;
 pub mod bpf_intf;
+pub mod doorbell;
 #[allow(clippy::all)]
 pub mod bpf_skel;
-pub mod cgroup_procs;
-pub mod control;
-pub mod event;
-pub mod fast_share;
-pub mod inbox;
-pub mod kernel_events;
-pub mod lateness;
-pub mod metrics;
-pub mod module_worker;
-pub mod monitor;
-pub mod node;
-pub mod node_manager;
-pub mod park;
-pub mod park_op;
-pub mod progress;
-pub mod proxy;
-pub mod rules;
-pub mod scheduler;
-pub mod signals;
-pub mod steal;
-pub mod stats;
-pub mod status;
-pub mod tag;
-pub mod tag_apply;
-pub mod tag_source;
-pub mod tag_store;
-pub mod tag_worker;
-pub mod top;
-pub mod top_history;
-pub mod top_keys;
-pub mod top_layout;
-pub mod trace;
-pub mod trace_record;
 
-#[cfg(test)]
-mod node_manager_tests;
-#[cfg(test)]
-mod policy_tests;
-#[cfg(test)]
-mod role_tests;
-#[cfg(test)]
-mod rules_tests;
-
-pub use scheduler::{Opts, Scheduler};
-pub use signals::{Doorbell, Shutdown};
+pub use agent::scheduler::{Opts, Scheduler};
+pub use agent::signals::{Doorbell, Shutdown};

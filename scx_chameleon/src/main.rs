@@ -3,6 +3,7 @@
 use anyhow::{Context, Result};
 use chameleon::{Opts, Scheduler};
 use clap::Parser;
+use std::ffi::OsString;
 use std::mem::MaybeUninit;
 use std::time::Duration;
 use tracing::info;
@@ -71,7 +72,7 @@ struct Cli {
     control_socket: std::path::PathBuf,
 
     /// Where the agent writes its status (read by `scx_chameleon status`).
-    #[arg(long, default_value = chameleon::status::DEFAULT_PATH)]
+    #[arg(long, default_value = chameleon::report::status::DEFAULT_PATH)]
     status_file: std::path::PathBuf,
 
     /// Time slice given to a task, in microseconds (100..=1000000).
@@ -120,7 +121,7 @@ struct Cli {
     /// or auto (each task's, from its measured speed-up), smt uni|smt|kwork|any, prio high|normal.
     /// Repeatable.
     #[arg(long = "tag", value_name = "CGROUP=level:L,weight:W,tax:T,prio:P", value_parser = parse_tag)]
-    tags: Vec<chameleon::tag::Tag>,
+    tags: Vec<chameleon::tags::tag::Tag>,
 
     /// Rules file (TOML): tags for cgroups by path, unit, slice, process name
     /// or uid, applied to cgroups as they appear; re-read on SIGHUP and by
@@ -143,11 +144,11 @@ struct Cli {
     /// Do not schedule: print the running scheduler's counters (scx_stats) every N
     /// seconds, one line each with rates and the kernel's event counters that
     /// changed; while no scheduler answers, say so once and keep retrying.
-    #[arg(long, value_name = "N", value_parser = parse_interval)]
-    monitor: Option<f64>,
+    #[arg(long, value_name = "N")]
+    monitor: Option<OsString>,
 
     /// With --monitor: one JSON object per line (the schema of
-    /// `chameleon::metrics::Metrics`), for scripts.
+    /// `chameleon::report::metrics::Metrics`), for scripts.
     #[arg(long, requires = "monitor")]
     monitor_json: bool,
 
@@ -156,7 +157,7 @@ struct Cli {
     /// Every CPU 50 %; level 1 62.5/75/75 %, level 2 75/87.5/100 % for
     /// low/med/high (Chameleon Table 2, "Dynamic").
     #[arg(long, value_name = "low|med|high", value_parser = parse_emulate)]
-    emulate: Option<chameleon::proxy::Emulate>,
+    emulate: Option<chameleon::module::proxy::Emulate>,
 
     /// Bench only: ignore task-exit events (Chameleon Fig. 6 "3*").
     #[arg(long, hide = true)]
@@ -176,22 +177,22 @@ enum Cmd {
         /// cgroup v2 path, absolute or relative to /sys/fs/cgroup.
         cgroup: String,
         /// 1..3: an object of 2^level CPUs (default 1).
-        #[arg(long, value_parser = chameleon::tag::arg::level)]
+        #[arg(long, value_parser = chameleon::tags::tag::arg::level)]
         level: Option<u32>,
         /// 1..10000: claim on contended CPUs, as cpu.weight W x 100 (default: the cgroup's cpu.weight).
-        #[arg(long, value_parser = chameleon::tag::arg::weight)]
+        #[arg(long, value_parser = chameleon::tags::tag::arg::weight)]
         weight: Option<u32>,
         /// 0.01..100: cost of borrowed time (default 1); auto: each task's, set from its
         /// measured speed-up when fused.
-        #[arg(long, value_parser = chameleon::tag::arg::tax)]
+        #[arg(long, value_parser = chameleon::tags::tag::arg::tax)]
         tax: Option<u32>,
         /// uni (sibling idle), smt (share the core, never fuse), kwork (user work here,
         /// kernel work on the sibling) or any (default).
-        #[arg(long, value_parser = chameleon::tag::arg::smt)]
-        smt: Option<chameleon::tag::Smt>,
+        #[arg(long, value_parser = chameleon::tags::tag::arg::smt)]
+        smt: Option<chameleon::tags::tag::Smt>,
         /// high (served first on contended fast contexts) or normal (default).
-        #[arg(long, value_parser = chameleon::tag::arg::prio)]
-        prio: Option<chameleon::tag::Prio>,
+        #[arg(long, value_parser = chameleon::tags::tag::arg::prio)]
+        prio: Option<chameleon::tags::tag::Prio>,
     },
     /// Remove a cgroup's own tag (descendants then inherit from above, if anything).
     Untag {
@@ -205,17 +206,17 @@ enum Cmd {
     ReloadRules,
     /// Watch it live: CPU grid (or one row per node), history sparklines,
     /// execution objects, fuse latency, event log.
+    #[command(disable_help_flag = true)]
     Top {
-        /// Key file (default: $XDG_CONFIG_HOME/scx_chameleon/top.toml, else
-        /// ~/.config/scx_chameleon/top.toml), e.g. `[keys] quit = "q" view = "v"`.
-        #[arg(long)]
-        config: Option<std::path::PathBuf>,
+        /// Handed to scx_chameleon-tools (`scx_chameleon top --help` lists them).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
     },
     /// Print the running scheduler's counters in the OpenMetrics text format.
     Metrics,
     /// Stream the running scheduler's events (fuse, split, ...), one per line.
     Events {
-        /// One JSON object per line (the schema of `chameleon::event::Event`).
+        /// One JSON object per line (the schema of `chameleon::report::event::Event`).
         #[arg(long)]
         json: bool,
     },
@@ -226,7 +227,7 @@ enum Cmd {
         cpus: String,
         /// Milliseconds before the module takes them offline (0: at once; at
         /// most 3600000).
-        #[arg(long, default_value_t = chameleon::proxy::DEFAULT_HOLDOFF_MS,
+        #[arg(long, default_value_t = chameleon::module::proxy::DEFAULT_HOLDOFF_MS,
               value_parser = clap::value_parser!(u32).range(0..=3_600_000))]
         holdoff_ms: u32,
     },
@@ -237,14 +238,11 @@ enum Cmd {
     /// Record the running scheduler's events for SECONDS into FILE, a Perfetto
     /// trace (open it in ui.perfetto.dev): per CPU, when it was a fused
     /// representative or lent, and the splits; per task, its events.
+    #[command(disable_help_flag = true)]
     Trace {
-        /// How long to record, whole seconds (1..=3600; Ctrl-C ends it early).
-        #[arg(short = 'd', long = "duration", value_name = "SECONDS",
-              value_parser = chameleon::trace_record::parse_seconds)]
-        seconds: u64,
-        /// The trace file to write (replaced only once the trace is complete).
-        #[arg(short = 'o', long = "output", value_name = "FILE")]
-        output: std::path::PathBuf,
+        /// Handed to scx_chameleon-tools (`scx_chameleon trace --help` lists them).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
     },
     /// Show the objects of the running scheduler (asked of the agent; its status file if it does not answer).
     Status {
@@ -263,13 +261,13 @@ fn status(path: &std::path::Path, socket: &std::path::Path, json: bool) -> Resul
         .then(|| send_within(socket, Op::Status, std::time::Duration::from_secs(1)).ok())
         .flatten()
         .and_then(|r| r.status)
-        .and_then(|v| serde_json::from_value::<chameleon::status::Snapshot>(v).ok());
+        .and_then(|v| serde_json::from_value::<chameleon::report::status::Snapshot>(v).ok());
     let (snap, stale) = match asked {
         Some(snap) => (snap, None),
         None => {
-            let snap = chameleon::status::read(path)?;
+            let snap = chameleon::report::status::read(path)?;
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            let stale = chameleon::status::stale(&snap, now);
+            let stale = chameleon::report::status::stale(&snap, now);
             (snap, stale)
         }
     };
@@ -284,7 +282,7 @@ fn status(path: &std::path::Path, socket: &std::path::Path, json: bool) -> Resul
     }
 }
 
-fn print_status(snap: &chameleon::status::Snapshot) {
+fn print_status(snap: &chameleon::report::status::Snapshot) {
     println!("agent pid {}, nodes {:?}, defragmentation moves {}", snap.agent_pid, snap.nodes, snap.defrag_moves);
     println!("node manager places objects on cpus {:?}", snap.manager_online);
     for (pid, level, weight) in &snap.requesters {
@@ -293,7 +291,7 @@ fn print_status(snap: &chameleon::status::Snapshot) {
         let tax = snap.auto_tax.iter().find(|a| a.pid == *pid).map_or(String::new(), |a| {
             format!(
                 ", tax auto {} (speed-up {}, progress from {}, {} paired ratios{})",
-                chameleon::tag::tax_text(a.tax),
+                chameleon::tags::tag::tax_text(a.tax),
                 a.speedup.map_or("not yet measured".into(), |s| format!("{s:.2}")),
                 a.source,
                 a.pairs,
@@ -321,7 +319,7 @@ fn print_status(snap: &chameleon::status::Snapshot) {
         println!("counters: {t}");
     }
     if !snap.parked.is_empty() {
-        println!("parked: {}", chameleon::park::list(&snap.parked));
+        println!("parked: {}", chameleon::module::park::list(&snap.parked));
     }
     if let Some(m) = &snap.module {
         let proxies: Vec<String> = m.proxies.iter().map(|(c, by)| format!("{c}->{by}")).collect();
@@ -339,7 +337,7 @@ fn print_status(snap: &chameleon::status::Snapshot) {
             m.park_physical_ns / 1000,
             m.unpark_critical_ns / 1000,
             m.unpark_physical_ns / 1000,
-            chameleon::park::list(&m.offlined)
+            chameleon::module::park::list(&m.offlined)
         );
         if let Some(e) = &m.emulate {
             println!("module: emulate={e} duty_pm={:?}", m.duty);
@@ -382,8 +380,8 @@ fn apply_now(socket: &std::path::Path, path: &std::path::Path) -> Result<String>
 }
 
 /// `set`: the properties given on the command line, over the stored ones.
-fn tag_cmd(cgroup: &str, set: impl FnOnce(&mut chameleon::tag::Props), socket: &std::path::Path) -> Result<()> {
-    use chameleon::{tag, tag_store};
+fn tag_cmd(cgroup: &str, set: impl FnOnce(&mut chameleon::tags::tag::Props), socket: &std::path::Path) -> Result<()> {
+    use chameleon::tags::{store as tag_store, tag};
     require_root("tagging")?;
     let path = tag::cgroup_path(cgroup);
     tag::cgroup_id(&path)?;
@@ -392,7 +390,7 @@ fn tag_cmd(cgroup: &str, set: impl FnOnce(&mut chameleon::tag::Props), socket: &
     let mut props = tag_store::read(&path).unwrap_or_default().unwrap_or_default();
     set(&mut props);
     // A level no node can form would never be granted: refuse it now.
-    let largest = chameleon::node::from_topology(&Default::default())?.iter().map(|n| n.slots.len()).max().unwrap_or(0);
+    let largest = chameleon::nodes::node::from_topology(&Default::default())?.iter().map(|n| n.slots.len()).max().unwrap_or(0);
     if (1usize << props.level) > largest {
         anyhow::bail!(
             "level {}: needs {} CPUs in one node, the largest node here has {largest} (level at most {})",
@@ -407,7 +405,7 @@ fn tag_cmd(cgroup: &str, set: impl FnOnce(&mut chameleon::tag::Props), socket: &
 }
 
 fn untag_cmd(cgroup: &str, socket: &std::path::Path) -> Result<()> {
-    use chameleon::{tag, tag_store};
+    use chameleon::tags::{store as tag_store, tag};
     require_root("untagging")?;
     let path = tag::cgroup_path(cgroup);
     if tag_store::remove(&path)? {
@@ -421,7 +419,7 @@ fn untag_cmd(cgroup: &str, socket: &std::path::Path) -> Result<()> {
 /// The tags in force as the running agent has them (with --tag and rules);
 /// with no agent, the stored ones, and a note saying so.
 fn tags_cmd(socket: &std::path::Path) -> Result<()> {
-    use chameleon::{control, tag_store};
+    use chameleon::{control, tags::store as tag_store};
     // Tags live in trusted.* attributes: without CAP_SYS_ADMIN they read as absent.
     require_root("listing tags")?;
     if socket.exists() {
@@ -455,20 +453,29 @@ fn reload_rules_cmd(socket: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-fn trace_cmd(socket: &std::path::Path, status: &std::path::Path, seconds: u64, output: &std::path::Path) -> Result<()> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        anyhow::bail!("tracing needs root (the agent's control socket is root's only)");
+/// The viewers (top, trace, --monitor) live in their own binary,
+/// scx_chameleon-tools, so that the daemon links no TUI, async runtime or
+/// Perfetto protos: run it in this process's place with the words the user
+/// typed, the one found next to this binary first, else the one in PATH.
+fn hand_off(cli: &Cli, words: Vec<OsString>) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    const TOOLS: &str = "scx_chameleon-tools";
+    let beside = std::env::current_exe().ok().map(|e| e.with_file_name(TOOLS));
+    let program = beside.clone().filter(|p| p.is_file()).unwrap_or_else(|| TOOLS.into());
+    // Named as typed: its usage and errors read "scx_chameleon top ...".
+    let e = std::process::Command::new(&program)
+        .arg0("scx_chameleon")
+        .arg("--control-socket")
+        .arg(&cli.control_socket)
+        .arg("--status-file")
+        .arg(&cli.status_file)
+        .args(words)
+        .exec();
+    if e.kind() == std::io::ErrorKind::NotFound {
+        let beside = beside.map_or(String::new(), |p| format!("{} nor ", p.display()));
+        anyhow::bail!("top, trace and --monitor need {TOOLS}: no {beside}{TOOLS} in PATH (install it beside scx_chameleon: make install does)");
     }
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flag = stop.clone();
-    // Ctrl-C ends the window early; what was recorded is still written.
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, flag.clone()).context("installing the SIGINT/SIGTERM handler")?;
-    }
-    let nr_cpus = *scx_utils::NR_CPU_IDS as u32;
-    println!("{}", chameleon::trace_record::run(socket, status, seconds, output, nr_cpus, &stop)?);
-    Ok(())
+    Err(e).with_context(|| format!("running {}", program.display()))
 }
 
 fn events_cmd(socket: &std::path::Path, json: bool) -> Result<()> {
@@ -480,7 +487,7 @@ fn events_cmd(socket: &std::path::Path, json: bool) -> Result<()> {
         let written = if json {
             writeln!(out, "{line}")
         } else {
-            match serde_json::from_str::<chameleon::event::Event>(&line) {
+            match serde_json::from_str::<chameleon::report::event::Event>(&line) {
                 Ok(ev) => writeln!(out, "{ev}"),
                 Err(_) => continue,
             }
@@ -503,12 +510,12 @@ fn parse_interval(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_emulate(s: &str) -> Result<chameleon::proxy::Emulate, String> {
+fn parse_emulate(s: &str) -> Result<chameleon::module::proxy::Emulate, String> {
     s.parse()
 }
 
-fn parse_tag(s: &str) -> Result<chameleon::tag::Tag, String> {
-    chameleon::tag::parse_tag(s).map_err(|e| format!("{e:#}"))
+fn parse_tag(s: &str) -> Result<chameleon::tags::tag::Tag, String> {
+    chameleon::tags::tag::parse_tag(s).map_err(|e| format!("{e:#}"))
 }
 
 fn main() {
@@ -522,13 +529,13 @@ fn main() {
 fn run() -> Result<()> {
     let cli = Cli::parse();
     if cli.help_stats {
-        chameleon::metrics::describe(&mut std::io::stdout())?;
+        chameleon::report::metrics::describe(&mut std::io::stdout())?;
         return Ok(());
     }
     match cli.cmd {
         Some(Cmd::Status { json }) => return status(&cli.status_file, &cli.control_socket, json),
         Some(Cmd::Tag { cgroup, level, weight, tax, smt, prio }) => {
-            let set = move |p: &mut chameleon::tag::Props| {
+            let set = move |p: &mut chameleon::tags::tag::Props| {
                 p.level = level.unwrap_or(p.level);
                 p.weight = weight.unwrap_or(p.weight);
                 p.tax = tax.unwrap_or(p.tax);
@@ -545,19 +552,20 @@ fn run() -> Result<()> {
         }
         Some(Cmd::Unpark { cpus }) => return park_cmd(&cli.control_socket, chameleon::control::Op::Unpark { cpus }),
         Some(Cmd::Events { json }) => return events_cmd(&cli.control_socket, json),
-        Some(Cmd::Trace { seconds, output }) => return trace_cmd(&cli.control_socket, &cli.status_file, seconds, &output),
-        Some(Cmd::Top { config }) => return chameleon::top::run(&cli.control_socket, &cli.status_file, config.as_deref()),
+        Some(Cmd::Top { ref args }) => return hand_off(&cli, [OsString::from("top")].into_iter().chain(args.iter().cloned()).collect()),
+        Some(Cmd::Trace { ref args }) => return hand_off(&cli, [OsString::from("trace")].into_iter().chain(args.iter().cloned()).collect()),
         Some(Cmd::Metrics) => {
-            print!("{}", chameleon::metrics::fetch()?.openmetrics());
+            print!("{}", chameleon::report::metrics::fetch()?.openmetrics());
             return Ok(());
         }
         None => {}
     }
-    if let Some(every) = cli.monitor {
-        if !(every.is_finite() && every > 0.0) {
-            anyhow::bail!("--monitor must be a number of seconds > 0 (got {every})");
+    if let Some(every) = &cli.monitor {
+        let mut words = vec![OsString::from("--monitor"), every.clone()];
+        if cli.monitor_json {
+            words.push("--monitor-json".into());
         }
-        return chameleon::monitor::run(Duration::from_secs_f64(every), cli.monitor_json);
+        return hand_off(&cli, words);
     }
     let level = match cli.verbose {
         0 => cli.log_level.as_str(),
@@ -598,9 +606,9 @@ fn run() -> Result<()> {
         tags: cli.tags,
         rules: cli.rules,
         node_cpus: cli.node_cpus,
-        topology: chameleon::node::TopologyOpts {
+        topology: chameleon::nodes::node::TopologyOpts {
             capacity: match &cli.cpu_capacity {
-                Some(spec) => chameleon::node::parse_capacities(spec, *scx_utils::NR_CPU_IDS)?,
+                Some(spec) => chameleon::nodes::node::parse_capacities(spec, *scx_utils::NR_CPU_IDS)?,
                 None => Default::default(),
             },
             mix_core_types: cli.mix_core_types,
@@ -626,14 +634,14 @@ fn run() -> Result<()> {
     // SIGINT/SIGTERM stop, SIGHUP reloads the rules (systemd's ExecReload=kill -HUP).
     let shutdown = chameleon::Shutdown::new()?;
     let hup = chameleon::Doorbell::new()?;
-    chameleon::signals::install(shutdown.clone(), hup.clone())?;
+    chameleon::agent::signals::install(shutdown.clone(), hup.clone())?;
 
     let mut open_object = MaybeUninit::uninit();
     let result = schedule(&opts, &shutdown, &hup, &mut open_object);
     // Everything is dropped by now (the policy detached, the module's device
     // closed); the kernel's own references go shortly after, and a script's
     // `rmmod chameleon_proxy` once we are gone must not find them.
-    chameleon::proxy::wait_module_unused();
+    chameleon::module::proxy::wait_module_unused();
     result
 }
 

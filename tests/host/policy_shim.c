@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Host build of the BPF policy's pure helpers (bpf/vtime.h and friends): each
- * helper is wrapped in an exported function that src/policy_tests.rs calls, so
+ * helper is wrapped in an exported function that src/policy.rs calls, so
  * the host tests exercise the very code the BPF program compiles.
  */
 #include "intf.h"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The agent's park rules (src/park.rs) against the module's (kmod_proxy/
+# The agent's park rules (src/module/park.rs) against the module's (kmod_proxy/
 # park.c and main.c): the same requests, in the same states, are sent to the
 # module through its ioctl (proxy_ctl) and to the agent (`scx_chameleon park`
 # / `unpark`). Asserted: each request is refused by both, and the agent's

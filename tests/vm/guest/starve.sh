@@ -8,7 +8,7 @@
 # without CPU time, and its CPU time.
 #
 # Bounds from the design: the waiter waits at most W = --lend-wait-ms (the
-# agent's default, 50 ms: src/scheduler.rs) plus two guard periods (10 ms
+# agent's default, 50 ms: src/agent/scheduler.rs) plus two guard periods (10 ms
 # each: the tick's backstop, lend_due() in bpf/main.bpf.c), then the CPU is
 # not lent for a slice (5 ms), so it runs. TCG allowance: x2 on that wait
 # (late timer ticks, a kick to a busy vCPU waits ~4 ms for the emulator);

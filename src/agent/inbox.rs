@@ -1,0 +1,186 @@
+//! What the agent's helper threads hand its loop. The loop owns the
+//! scheduler's state (the node manager, the skeleton's maps and .bss) and
+//! does only map, ring-buffer and timer work; everything that can block —
+//! control clients (control.rs), the tags scan (tag_worker.rs), the
+//! module's ioctls (module_worker.rs) — runs on a thread of its own and
+//! sends what the loop must act on here, ringing the loop's doorbell so its
+//! poll() wakes. Answers to control clients travel back on a one-shot
+//! channel the request carries.
+
+use crate::control::{Handler, Op, Request, Response};
+use crate::doorbell::Doorbell;
+use crate::tags::tag::Props;
+use crate::agent::tag_worker::TagCmd;
+use std::collections::HashMap;
+use std::os::fd::BorrowedFd;
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where the answer to one control request goes.
+pub type Reply = SyncSender<Response>;
+
+/// How long a client's thread waits for the loop or a worker to answer:
+/// far longer than any answer takes, short enough that a wedged agent is
+/// reported rather than waited on forever.
+pub const ANSWER_WITHIN: Duration = Duration::from_secs(10);
+
+pub enum ToLoop {
+    /// A request that needs the loop's state: status, park, unpark.
+    Control(Request, Reply),
+    /// The tags worker applied the tags: the node manager learns them and,
+    /// if the map changed, the tasks are told (tags_gen); then the answer,
+    /// if a client asked, goes out (so that once answered, a tag is in force).
+    Tags { tags: HashMap<u64, Props>, changed: bool, reply: Option<(Reply, Response)> },
+    /// The module's part of park or unpark `id` is done (ns it took, or why not).
+    ModuleDone { id: u64, result: Result<u64, String> },
+}
+
+/// The loop's end.
+pub struct Inbox {
+    rx: Receiver<ToLoop>,
+    mailbox: Mailbox,
+}
+
+/// The senders' end (cloned by every thread that hands the loop work).
+#[derive(Clone)]
+pub struct Mailbox {
+    tx: Sender<ToLoop>,
+    bell: Arc<Doorbell>,
+}
+
+impl Inbox {
+    pub fn new() -> anyhow::Result<Inbox> {
+        let (tx, rx) = channel();
+        Ok(Inbox { rx, mailbox: Mailbox { tx, bell: Doorbell::new()? } })
+    }
+
+    pub fn mailbox(&self) -> Mailbox {
+        self.mailbox.clone()
+    }
+
+    /// Readable while something waits (poll it with the loop's other fds).
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.mailbox.bell.fd()
+    }
+
+    /// Everything sent so far. The bell is taken first: a message sent
+    /// after the take rings again, so none waits for the next timeout.
+    pub fn drain(&self) -> Vec<ToLoop> {
+        self.mailbox.bell.take();
+        self.rx.try_iter().collect()
+    }
+}
+
+impl Mailbox {
+    /// Hand the loop `msg`; false once the loop is gone.
+    pub fn send(&self, msg: ToLoop) -> bool {
+        let sent = self.tx.send(msg).is_ok();
+        if sent {
+            self.bell.request();
+        }
+        sent
+    }
+}
+
+/// Send a request with `send` (false: nobody to take it) and wait for its
+/// answer.
+pub fn ask(send: impl FnOnce(Reply) -> bool) -> Response {
+    let (reply, answer) = sync_channel(1);
+    if !send(reply) {
+        return Response::err("the agent is stopping");
+    }
+    match answer.recv_timeout(ANSWER_WITHIN) {
+        Ok(r) => r,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            Response::err(format!("the agent did not answer within {} s", ANSWER_WITHIN.as_secs()))
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Response::err("the agent is stopping"),
+    }
+}
+
+/// The control server's handler: each request to whoever holds what it
+/// needs. Ping is answered on the client's thread; tags to the tags worker;
+/// status, park and unpark to the loop.
+pub fn router(mailbox: Mailbox, tags: Sender<TagCmd>) -> Handler {
+    Arc::new(move |req: Request| match req.op {
+        Op::Ping => Response::ok(format!("scx_chameleon {} pid {}", env!("CARGO_PKG_VERSION"), std::process::id())),
+        // Taken by the server itself, which keeps the connection.
+        Op::Subscribe => Response::ok("subscribed"),
+        Op::Reload { cgroup } => match crate::tags::tag::cgroup_id(&cgroup) {
+            Err(e) => Response::err(format!("{e:#}")),
+            Ok(_) => ask(|r| tags.send(TagCmd::Apply(r)).is_ok()),
+        },
+        Op::ReloadRules => ask(|r| tags.send(TagCmd::ReloadRules(Some(r))).is_ok()),
+        Op::Tags => ask(|r| tags.send(TagCmd::List(r)).is_ok()),
+        Op::Status | Op::Park { .. } | Op::Unpark { .. } => ask(|r| mailbox.send(ToLoop::Control(req, r))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_rings_the_loop_and_is_drained_once() {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let inbox = Inbox::new().unwrap();
+        let ready = |i: &Inbox| poll(&mut [PollFd::new(i.fd(), PollFlags::POLLIN)], PollTimeout::ZERO).unwrap();
+        assert_eq!(ready(&inbox), 0);
+        let m = inbox.mailbox();
+        assert!(m.send(ToLoop::ModuleDone { id: 1, result: Ok(5) }));
+        assert!(m.send(ToLoop::ModuleDone { id: 2, result: Err("no".into()) }));
+        assert_eq!(ready(&inbox), 1, "a message wakes the loop's poll");
+        assert_eq!(inbox.drain().len(), 2);
+        assert_eq!(ready(&inbox), 0);
+        assert!(inbox.drain().is_empty());
+        drop(inbox);
+        assert!(!m.send(ToLoop::ModuleDone { id: 3, result: Ok(0) }), "the loop is gone");
+    }
+
+    #[test]
+    fn a_question_nobody_takes_or_answers_gets_an_error_not_a_hang() {
+        let r = ask(|_| false);
+        assert!(!r.ok && r.error.unwrap().contains("stopping"));
+        // Taken, then dropped unanswered (a worker that stopped).
+        let r = ask(|reply| {
+            drop(reply);
+            true
+        });
+        assert!(!r.ok && r.error.unwrap().contains("stopping"));
+        let r = ask(|reply| reply.send(Response::ok("yes")).is_ok());
+        assert!(r.ok);
+    }
+
+    #[test]
+    fn the_router_answers_ping_itself_and_sends_the_rest_where_it_belongs() {
+        let inbox = Inbox::new().unwrap();
+        let (tags, tag_rx) = channel();
+        let route = router(inbox.mailbox(), tags);
+        let r = route(Request { v: 1, op: Op::Ping });
+        assert!(r.ok && r.detail.unwrap().contains("pid"));
+        // A worker answering tags on another thread.
+        let worker = std::thread::spawn(move || {
+            if let Ok(TagCmd::List(reply)) = tag_rx.recv() {
+                let _ = reply.send(Response::ok("listed"));
+            }
+        });
+        assert_eq!(route(Request { v: 1, op: Op::Tags }).detail.as_deref(), Some("listed"));
+        worker.join().unwrap();
+        // The loop answering status.
+        let lp = std::thread::spawn(move || loop {
+            for m in inbox.drain() {
+                if let ToLoop::Control(req, reply) = m {
+                    let _ = reply.send(Response::ok(format!("{:?}", req.op)));
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        });
+        assert_eq!(route(Request { v: 1, op: Op::Status }).detail.as_deref(), Some("Status"));
+        lp.join().unwrap();
+        // A bad cgroup path never reaches the worker.
+        let r = route(Request { v: 1, op: Op::Reload { cgroup: "/nonexistent/cg".into() } });
+        assert!(!r.ok);
+    }
+}

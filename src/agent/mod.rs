@@ -1,0 +1,14 @@
+//! The agent proper: loads and attaches the BPF policy and runs its loop
+//! (`scheduler`), turns the policy's reports into object assignments
+//! (`assign`), puts the tags in force into the policy's map (`apply_tags`),
+//! and takes signals as doorbells (`signals`). The top of the library: it
+//! uses every other concept, and none uses it.
+
+pub mod apply_tags;
+pub mod assign;
+pub mod inbox;
+pub mod module_worker;
+pub mod park_op;
+pub mod scheduler;
+pub mod signals;
+pub mod tag_worker;

@@ -1,0 +1,310 @@
+//! Counters for the scx ecosystem's monitoring: served with scx_stats on its
+//! usual socket (/var/run/scx/root/stats, request "stats"), read back by
+//! `scx_chameleon --monitor N`, and rendered as OpenMetrics text by
+//! `scx_chameleon metrics`.
+
+use crate::report::stats::Totals;
+use scx_stats::prelude::*;
+use scx_stats_derive::Stats;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Stats)]
+#[stat(top)]
+pub struct Metrics {
+    #[stat(desc = "objects fused whole")]
+    pub fuse: u64,
+    #[stat(desc = "objects fused partially (a smaller prefix)")]
+    pub partial_fuse: u64,
+    #[stat(desc = "objects split")]
+    pub split: u64,
+    #[stat(desc = "fuse attempts that found no CPU to borrow")]
+    pub fuse_denied: u64,
+    #[stat(desc = "per-CPU kthreads run on lent CPUs (proxy service)")]
+    pub proxy_served: u64,
+    #[stat(desc = "tasks queued on a vtime queue")]
+    pub enqueued: u64,
+    #[stat(desc = "tasks taken from another CPU's queue")]
+    pub stolen: u64,
+    #[stat(desc = "milliseconds tasks ran under the scheduler")]
+    pub busy_ms: u64,
+    #[stat(desc = "events lost because the ring buffer was full")]
+    pub events_dropped: u64,
+    #[stat(desc = "of which DEMAND events (a task asking for an object; it asks again)")]
+    #[serde(default)]
+    pub demand_dropped: u64,
+    #[stat(desc = "broken invariant: a CPU lent to a representative that holds no object (a policy bug)")]
+    #[serde(default)]
+    pub invariant_lent_to_non_rep: u64,
+    #[stat(desc = "broken invariant: an object whose owner was away past three guard periods and stayed fused (a policy bug)")]
+    #[serde(default)]
+    pub invariant_owner_gone: u64,
+    #[stat(desc = "broken invariant: a task waited past the wait bound on a CPU whose role forbids it (a policy bug)")]
+    #[serde(default)]
+    pub invariant_queue_forbidden: u64,
+    #[stat(desc = "1 if the chameleon_proxy module is loaded")]
+    pub proxy_module_loaded: u64,
+    #[stat(desc = "1 if the policy calls the module's kfuncs (loaded before the scheduler)")]
+    pub proxy_kfuncs_bound: u64,
+    #[stat(desc = "CPUs lent to a representative now (processor proxies)")]
+    pub proxy_lent_cpus: u64,
+    #[stat(desc = "CPUs lent through the module")]
+    pub proxy_lends: u64,
+    #[stat(desc = "lent CPUs given back through the module")]
+    pub proxy_reclaims: u64,
+    #[stat(desc = "device IRQs moved off lent or parked CPUs now")]
+    pub proxy_irqs_moved: u64,
+    #[stat(desc = "device interrupts lent CPUs still took while lent")]
+    pub proxy_lent_irqs: u64,
+    #[stat(desc = "softirqs lent CPUs still ran while lent")]
+    pub proxy_lent_softirqs: u64,
+    #[stat(desc = "IPIs (function call, reschedule, TLB) lent CPUs still took while lent")]
+    pub proxy_lent_ipis: u64,
+    #[stat(desc = "local timer interrupts lent CPUs still took while lent")]
+    pub proxy_lent_timers: u64,
+    #[stat(desc = "the agent's --run-id (0: none given)")]
+    pub run_id: u64,
+    /// Read from the kernel when a client asks (kernel_events.rs), so they
+    /// are as fresh as the file; absent on kernels without it.
+    #[stat(desc = "the kernel's sched_ext event counters for this scheduler (bypass_duration in ns)")]
+    #[serde(default)]
+    pub kernel_events: BTreeMap<String, u64>,
+    /// The loop's lateness (lateness.rs): how late each tick and rotation
+    /// ran after it was due. Per bucket, keyed by its upper bound in µs
+    /// ("inf" for the open one), not cumulative; exported as one
+    /// OpenMetrics histogram with the sum below.
+    #[stat(desc = "ticks and rotations of the agent's loop by how late they ran, per bucket (upper bound in us; not cumulative)")]
+    #[serde(default)]
+    pub loop_late_us: BTreeMap<String, u64>,
+    #[stat(desc = "sum of the loop's lateness, us")]
+    #[serde(default)]
+    pub loop_late_sum_us: u64,
+    #[stat(desc = "the loop's lateness: 99th percentile since the start (bucket bound), us")]
+    #[serde(default)]
+    pub loop_late_p99_us: u64,
+    #[stat(desc = "the loop's lateness: the largest since the start, us")]
+    #[serde(default)]
+    pub loop_late_max_us: u64,
+    /// When the agent read the counters above (it does once a second), so a
+    /// reader polling at another pace takes rates over the agent's period,
+    /// not its own (at 0.5 s it would see 0 and twice the rate in turn).
+    #[stat(desc = "when the counters were read: CLOCK_MONOTONIC in ms (0: not yet)")]
+    #[serde(default)]
+    pub sampled_ms: u64,
+}
+
+/// Fields that describe the sample, not the machine: not exported.
+const NOT_EXPORTED: &[&str] = &["sampled_ms", "loop_late_sum_us"];
+
+/// Fields exported as one OpenMetrics histogram (with NOT_EXPORTED's
+/// `loop_late_sum_us` as its sum).
+const HISTOGRAMS: &[&str] = &["loop_late_us"];
+
+/// Fields that are a level now, not a running count (OpenMetrics gauges).
+const GAUGES: &[&str] =
+    &["run_id", "proxy_module_loaded", "proxy_kfuncs_bound", "proxy_lent_cpus", "proxy_irqs_moved", "loop_late_p99_us", "loop_late_max_us"];
+
+/// Fields that are a set of counters of one family, told apart by a label
+/// (field, label name): one TYPE line, one sample per key.
+const LABELLED: &[(&str, &str)] = &[("kernel_events", "event")];
+
+/// CLOCK_MONOTONIC in ms: system-wide, so an agent and a reader agree on it.
+pub fn monotonic_ms() -> u64 {
+    clock_ns(nix::time::ClockId::CLOCK_MONOTONIC) / 1_000_000
+}
+
+/// `clock` now, in ns (0 if it cannot be read: it always can, for the
+/// clocks we ask).
+pub fn clock_ns(clock: nix::time::ClockId) -> u64 {
+    nix::time::clock_gettime(clock).map_or(0, |t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+}
+
+impl Metrics {
+    pub fn from_totals(t: &Totals, events_dropped: u64) -> Metrics {
+        Metrics {
+            fuse: t.fuse,
+            partial_fuse: t.partial,
+            split: t.split,
+            fuse_denied: t.fuse_denied,
+            proxy_served: t.proxy_served,
+            enqueued: t.enqueued,
+            stolen: t.stolen,
+            busy_ms: t.busy_ns / 1_000_000,
+            events_dropped,
+            ..Default::default()
+        }
+    }
+
+    /// The policy's broken-invariant counters (intf.h: lent_to_non_rep,
+    /// owner_gone, queue_forbidden) and DEMAND losses.
+    pub fn with_invariants(mut self, [lent, owner, queue]: [u64; 3], demand_dropped: u64) -> Metrics {
+        self.invariant_lent_to_non_rep = lent;
+        self.invariant_owner_gone = owner;
+        self.invariant_queue_forbidden = queue;
+        self.demand_dropped = demand_dropped;
+        self
+    }
+
+    /// The companion module's processor proxies and the interruptions lent
+    /// CPUs still took, from its STATS (None: not loaded).
+    pub fn with_module(mut self, m: Option<&crate::report::status::ModuleStatus>) -> Metrics {
+        if let Some(m) = m {
+            self.proxy_module_loaded = 1;
+            self.proxy_kfuncs_bound = u64::from(m.kfuncs);
+            self.proxy_lent_cpus = m.proxies.len() as u64;
+            self.proxy_lends = m.lends;
+            self.proxy_reclaims = m.reclaims;
+            self.proxy_irqs_moved = u64::from(m.irqs_moved);
+            self.proxy_lent_irqs = m.lent_irqs;
+            self.proxy_lent_softirqs = m.lent_softirqs;
+            self.proxy_lent_ipis = m.lent_ipis;
+            self.proxy_lent_timers = m.lent_timers;
+        }
+        self
+    }
+
+    /// The loop's lateness histogram (lateness.rs).
+    pub fn with_lateness(mut self, l: &crate::report::lateness::Lateness) -> Metrics {
+        self.loop_late_us = l
+            .counts
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (crate::report::lateness::BOUNDS_US.get(i).map_or("inf".to_string(), |b| b.to_string()), c))
+            .collect();
+        self.loop_late_sum_us = l.sum_us;
+        self.loop_late_p99_us = l.quantile_us(0.99).unwrap_or(0);
+        self.loop_late_max_us = l.max_us;
+        self
+    }
+
+    /// The histogram back from its exported form (a reader's side).
+    pub fn lateness(&self) -> crate::report::lateness::Lateness {
+        let bounds = crate::report::lateness::BOUNDS_US;
+        let mut counts = vec![0; bounds.len() + 1];
+        for (k, &c) in &self.loop_late_us {
+            let i = k.parse::<u64>().ok().and_then(|b| bounds.iter().position(|&x| x == b)).unwrap_or(bounds.len());
+            counts[i] += c;
+        }
+        crate::report::lateness::Lateness { counts, sum_us: self.loop_late_sum_us, max_us: self.loop_late_max_us }
+    }
+
+    pub fn with_run_id(mut self, run_id: Option<u64>) -> Metrics {
+        self.run_id = run_id.unwrap_or(0);
+        self
+    }
+
+    /// OpenMetrics text exposition (prometheus-client's encoder): monotonic
+    /// counters (`_total`), the few gauges in GAUGES, and each LABELLED
+    /// field as one counter family with a sample per key.
+    pub fn openmetrics(&self) -> String {
+        use prometheus_client::encoding::text::encode;
+        use prometheus_client::metrics::{counter::Counter, family::Family, gauge::Gauge};
+        use prometheus_client::registry::Registry;
+        use std::sync::atomic::AtomicU64;
+
+        let v = serde_json::to_value(self).expect("plain counters serialize");
+        let meta = Metrics::meta();
+        let mut registry = Registry::with_prefix("chameleon");
+        for (name, field) in &meta.fields {
+            if NOT_EXPORTED.contains(&name.as_str()) {
+                continue;
+            }
+            let desc = field.attrs.desc.clone().unwrap_or_default();
+            if HISTOGRAMS.contains(&name.as_str()) {
+                registry.register_with_unit(name.trim_end_matches("_us"), desc, prometheus_client::registry::Unit::Seconds, LateHistogram(self.lateness()));
+                continue;
+            }
+            if let Some((_, label)) = LABELLED.iter().find(|(f, _)| f == name) {
+                let family = Family::<Vec<(String, String)>, Counter<u64, AtomicU64>>::default();
+                for (key, value) in v.get(name).and_then(|x| x.as_object()).into_iter().flatten() {
+                    family.get_or_create(&vec![(label.to_string(), key.clone())]).inc_by(value.as_u64().unwrap_or(0));
+                }
+                registry.register(name.as_str(), desc, family);
+                continue;
+            }
+            let value = v.get(name).and_then(|x| x.as_u64()).unwrap_or(0);
+            if GAUGES.contains(&name.as_str()) {
+                let g = Gauge::<u64, AtomicU64>::default();
+                g.set(value);
+                registry.register(name.as_str(), desc, g);
+            } else {
+                let c = Counter::<u64, AtomicU64>::default();
+                c.inc_by(value);
+                registry.register(name.as_str(), desc, c);
+            }
+        }
+        let mut out = String::new();
+        encode(&mut out, &registry).expect("writing to a String cannot fail");
+        out
+    }
+}
+
+/// A histogram already counted (lateness.rs), encoded as OpenMetrics'
+/// histogram type: prometheus-client's own Histogram only counts what it
+/// observes itself.
+#[derive(Debug)]
+struct LateHistogram(crate::report::lateness::Lateness);
+
+impl prometheus_client::encoding::EncodeMetric for LateHistogram {
+    fn encode(&self, mut encoder: prometheus_client::encoding::MetricEncoder) -> Result<(), std::fmt::Error> {
+        encoder.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            self.0.sum_us as f64 / 1e6,
+            self.0.count(),
+            &self.0.buckets_s(),
+            None,
+        )
+    }
+
+    fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+        prometheus_client::metrics::MetricType::Histogram
+    }
+}
+
+/// `--help-stats`: every statistic and what it means (scx_stats' own format).
+pub fn describe(w: &mut impl std::io::Write) -> anyhow::Result<()> {
+    StatsServerData::<(), ()>::new().add_meta(Metrics::meta()).describe_meta(w, None)
+}
+
+/// Serve `latest` on the scx_stats socket until the process exits, with the
+/// kernel's event counters read at each request (a reader comparing them
+/// with the kernel file sees the same instant, not the last second's).
+pub fn serve(latest: Arc<Mutex<Metrics>>) -> anyhow::Result<StatsServer<(), ()>> {
+    // One warning per agent run: a client polling every second must not
+    // fill the log with the same complaint.
+    let warned = AtomicBool::new(false);
+    let data = StatsServerData::<(), ()>::new().add_meta(Metrics::meta()).add_stats(
+        "top",
+        Box::new(move |_args, _chan| {
+            let mut m = latest.lock().unwrap().clone();
+            match crate::report::kernel_events::read(std::path::Path::new(crate::report::kernel_events::PATH)) {
+                Ok(p) => {
+                    if !p.errors.is_empty() && !warned.swap(true, Ordering::Relaxed) {
+                        tracing::warn!("{}: {}", crate::report::kernel_events::PATH, p.errors.join("; "));
+                    }
+                    m.kernel_events = p.counters;
+                }
+                Err(e) => {
+                    if !warned.swap(true, Ordering::Relaxed) {
+                        tracing::warn!("reading {}: {e}", crate::report::kernel_events::PATH);
+                    }
+                }
+            }
+            m.to_json()
+        }),
+    );
+    StatsServer::new(data).launch()
+}
+
+/// Read the counters from a running scheduler's scx_stats socket.
+pub fn fetch() -> anyhow::Result<Metrics> {
+    use anyhow::Context;
+    let mut client = StatsClient::new()
+        .connect(None)
+        .context("no scheduler on the scx_stats socket /var/run/scx/root/stats (is scx_chameleon running?)")?;
+    client.request::<Metrics>("stats", vec![])
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,10 @@
+//! Cgroup tags, from their text to the tag in force: properties and their
+//! checks (`tag`), where they are stored (`store`, an xattr on the cgroup),
+//! which one wins (`source`), the rules file (`rules`) and the processes a
+//! rule looks at (`cgroup_procs`).
+
+pub mod cgroup_procs;
+pub mod rules;
+pub mod source;
+pub mod store;
+pub mod tag;
