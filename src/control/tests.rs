@@ -1,0 +1,149 @@
+use super::*;
+
+#[test]
+fn requests_round_trip() {
+    for op in [Op::Ping, Op::Reload { cgroup: "/sys/fs/cgroup/seq".into() }, Op::ReloadRules, Op::Tags, Op::Status] {
+        let req = Request { v: VERSION, op };
+        let line = serde_json::to_vec(&req).unwrap();
+        assert_eq!(parse_request(&line).unwrap(), req);
+    }
+    let wire = br#"{"v":1,"op":"reload","cgroup":"/sys/fs/cgroup/a"}"#;
+    assert_eq!(parse_request(wire).unwrap().op, Op::Reload { cgroup: "/sys/fs/cgroup/a".into() });
+    assert_eq!(parse_request(br#"{"v":1,"op":"reload_rules"}"#).unwrap().op, Op::ReloadRules);
+    assert_eq!(parse_request(br#"{"v":1,"op":"tags"}"#).unwrap().op, Op::Tags);
+    assert_eq!(parse_request(br#"{"v":1,"op":"status"}"#).unwrap().op, Op::Status);
+}
+
+#[test]
+fn refuses_bad_messages_with_a_reason() {
+    let msg = |d: &[u8]| format!("{:#}", parse_request(d).unwrap_err());
+    assert!(msg(b"not json").contains("not JSON"));
+    assert!(msg(&[0xff, 0xfe]).contains("not UTF-8"));
+    assert!(msg(br#"{"op":"ping"}"#).contains("no protocol version"));
+    assert!(msg(br#"{"v":2,"op":"ping"}"#).contains("protocol version 2"));
+    assert!(msg(br#"{"v":1,"op":"format_disk"}"#).contains("not a known request"));
+    assert_eq!(parse_request(br#"{"v":1,"op":"subscribe"}"#).unwrap().op, Op::Subscribe);
+    assert!(msg(br#"{"v":1,"op":"reload"}"#).contains("not a known request"));
+    assert!(msg(&vec![b' '; MAX_MESSAGE + 1]).contains("at most 4096"));
+}
+
+#[test]
+fn server_answers_garbage_and_keeps_serving() {
+    let dir = std::env::temp_dir().join(format!("chameleon-ctl-{}", std::process::id()));
+    let path = dir.join("control.sock");
+    let mut server = Server::bind(&path).unwrap();
+    let talk = |data: &[u8]| {
+        let mut s = UnixStream::connect(&path).unwrap();
+        s.write_all(data).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        s
+    };
+    // Tests run as root in the toolchain root; a non-root peer is refused
+    // the same way, tested in the VM.
+    let mut bad = talk(b"garbage\n");
+    let mut good = talk(b"{\"v\":1,\"op\":\"ping\"}\n");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    server
+        .start(Arc::new(move |req| {
+            log.lock().unwrap().push(req);
+            Response::ok("pong")
+        }))
+        .unwrap();
+    let answer = |s: &mut UnixStream| -> Response {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        serde_json::from_slice(&read_line(s, deadline, MAX_ANSWER).unwrap()).unwrap()
+    };
+    let a = answer(&mut bad);
+    if nix::unistd::geteuid().is_root() {
+        assert!(!a.ok && a.error.unwrap().contains("not JSON"));
+        assert!(answer(&mut good).ok);
+        assert_eq!(*seen.lock().unwrap(), vec![Request { v: 1, op: Op::Ping }]);
+    } else {
+        assert!(!a.ok && a.error.unwrap().contains("root only"));
+    }
+    drop(server);
+    assert!(!path.exists(), "socket removed on drop");
+    let _ = std::fs::remove_dir(&dir);
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("chameleon-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_trickling_client_holds_up_nobody_and_is_cut_off_at_the_deadline() {
+    let dir = scratch("trickle");
+    let path = dir.join("control.sock");
+    let mut server = Server::bind(&path).unwrap();
+    server.start(Arc::new(|_| Response::ok("pong"))).unwrap();
+    let writer_path = path.clone();
+    // One byte every 100 ms, never a newline: without a whole-request
+    // deadline each read would succeed and the agent would wait 4 s.
+    let trickler = std::thread::spawn(move || {
+        let mut s = UnixStream::connect(&writer_path).unwrap();
+        for _ in 0..40 {
+            if s.write_all(b" ").is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        answer
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    // Another client meanwhile is answered while the trickler still
+    // trickles: served on its own thread, not after it.
+    let ping = send_within(&path, Op::Ping, Duration::from_secs(30)).unwrap();
+    let trickling = !trickler.is_finished();
+    let answer = trickler.join().unwrap();
+    if nix::unistd::geteuid().is_root() {
+        assert!(ping.ok, "{ping:?}");
+        assert!(trickling, "the ping was answered only after the trickler was done");
+        assert!(answer.contains("did not arrive within 500 ms"), "{answer}");
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn only_our_own_socket_is_ever_removed() {
+    let dir = scratch("sockown");
+    // Not a socket at the path: refused, left alone.
+    let path = dir.join("control.sock");
+    std::fs::write(&path, "precious").unwrap();
+    let e = format!("{:#}", Server::bind(&path).err().unwrap());
+    assert!(e.contains("not a socket"), "{e}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "precious");
+    std::fs::remove_file(&path).unwrap();
+    // A live agent's socket: refused.
+    let first = Server::bind(&path).unwrap();
+    let e = format!("{:#}", Server::bind(&path).err().unwrap());
+    assert!(e.contains("another agent is listening"), "{e}");
+    // Our socket replaced by another's: dropping us leaves theirs.
+    std::fs::remove_file(&path).unwrap();
+    let second = Server::bind(&path).unwrap();
+    drop(first);
+    assert!(path.exists(), "dropping the first server removed the second's socket");
+    drop(second);
+    assert!(!path.exists(), "the second server's socket stayed after drop");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn one_agent_at_a_time() {
+    let dir = scratch("lock");
+    let sock = dir.join("control.sock");
+    let held = InstanceLock::acquire(&sock).unwrap();
+    // flock locks belong to the open file: a second open in this process
+    // conflicts like another agent would.
+    let e = format!("{:#}", InstanceLock::acquire(&sock).err().unwrap());
+    assert!(e.contains(&format!("another scx_chameleon agent is running (pid {};", std::process::id())), "{e}");
+    drop(held);
+    InstanceLock::acquire(&sock).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
