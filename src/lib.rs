@@ -42,9 +42,12 @@ pub mod tag_apply;
 pub mod tag_source;
 pub mod tag_store;
 pub mod top;
+pub mod top_cgroups;
+pub mod top_events;
 pub mod top_history;
 pub mod top_keys;
 pub mod top_layout;
+pub mod top_names;
 pub mod trace;
 pub mod trace_record;
 

@@ -2,13 +2,18 @@
 //! the rendering are plain functions so that they are tested with ratatui's
 //! TestBackend; `run` wires them to the terminal, the agent's event stream and
 //! its status file on a tokio runtime. The history band is top_history.rs,
-//! the panes and the CPU views top_layout.rs, the keys top_keys.rs.
+//! the panes and the CPU views top_layout.rs, the keys top_keys.rs, the
+//! event pane top_events.rs, the filter and the per-cgroup view
+//! top_cgroups.rs, and the names shown for ids (cgroup paths, comms) and
+//! times (human units) top_names.rs.
 
 use crate::event::{Event, Kind};
 use crate::status::Snapshot;
+use crate::top_cgroups::Filter;
 use crate::top_history::History;
 use crate::top_keys::KeyMap;
 use crate::top_layout::View;
+use crate::top_names::{fit_path, fmt_ns, Names};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -21,8 +26,8 @@ const LOG_LINES: usize = 500;
 const LATENCIES: usize = 2000;
 /// Histogram buckets of fuse latency, upper bounds in µs (the last is open).
 const BUCKETS_US: [u64; 7] = [10, 100, 1_000, 5_000, 10_000, 100_000, u64::MAX];
-/// Window of the fused share shown per object.
-const SHARE_WINDOW: Duration = Duration::from_secs(5);
+/// Window of the fused share shown per object (and fuses per cgroup).
+pub const SHARE_WINDOW: Duration = Duration::from_secs(5);
 
 /// Everything the screen shows.
 #[derive(Debug, Default)]
@@ -30,8 +35,8 @@ pub struct Model {
     pub connected: bool,
     pub paused: bool,
     pub show_help: bool,
-    /// Only events and objects of this cgroup id.
-    pub filter: Option<u64>,
+    /// Only events and objects of these cgroups.
+    pub filter: Option<Filter>,
     /// Text typed after '/', until Enter.
     pub filter_input: Option<String>,
     pub status: Option<Snapshot>,
@@ -39,10 +44,16 @@ pub struct Model {
     pub fuse_latency_us: VecDeque<u64>,
     /// (when, kind) of recent fuses and splits, for rates.
     recent: VecDeque<(Instant, Kind)>,
-    /// (when, pid, fused ns) of recent splits: each closes a fused interval.
-    fused: VecDeque<(Instant, i32, u64)>,
-    /// Objects fused now, since when (the interval their next split closes).
-    fused_since: std::collections::HashMap<i32, Instant>,
+    /// (when, pid, fused ns, cgroup) of recent splits: each closes a fused interval.
+    fused: VecDeque<(Instant, i32, u64, u64)>,
+    /// Objects fused now, since when (the interval their next split closes), and their cgroup.
+    fused_since: std::collections::HashMap<i32, (Instant, u64)>,
+    /// (when, cgroup) of the fuses in the last SHARE_WINDOW.
+    fuses: VecDeque<(Instant, u64)>,
+    /// Cgroup paths and comms for the ids and pids shown.
+    pub names: Names,
+    /// The per-cgroup view in the objects' place.
+    pub show_cgroups: bool,
     pub keys: KeyMap,
     /// Per-CPU grid or one row per node.
     pub view: View,
@@ -54,6 +65,9 @@ pub struct Model {
 
 impl Model {
     pub fn on_event(&mut self, ev: Event, now: Instant) {
+        self.names.comms.learn(ev.pid, &ev.comm, now);
+        self.names.comms.resolve(ev.pid, now);
+        self.names.cgroups.resolve(ev.cgroup_id, now);
         if matches!(ev.kind, Kind::Fuse | Kind::PartialFuse | Kind::Split) {
             self.recent.push_back((now, ev.kind));
             if matches!(ev.kind, Kind::Fuse | Kind::PartialFuse) && !ev.superseded {
@@ -65,19 +79,23 @@ impl Model {
         }
         match ev.kind {
             Kind::Split => {
-                self.fused.push_back((now, ev.pid, ev.run_ns));
+                self.fused.push_back((now, ev.pid, ev.run_ns, ev.cgroup_id));
                 self.fused_since.remove(&ev.pid);
             }
             Kind::Fuse | Kind::PartialFuse => {
-                self.fused_since.entry(ev.pid).or_insert(now);
+                self.fused_since.entry(ev.pid).or_insert((now, ev.cgroup_id));
+                self.fuses.push_back((now, ev.cgroup_id));
             }
             _ => {}
         }
         while self.recent.front().is_some_and(|(t, _)| now.duration_since(*t) > Duration::from_secs(1)) {
             self.recent.pop_front();
         }
-        while self.fused.front().is_some_and(|(t, _, _)| now.duration_since(*t) > SHARE_WINDOW) {
+        while self.fused.front().is_some_and(|(t, ..)| now.duration_since(*t) > SHARE_WINDOW) {
             self.fused.pop_front();
+        }
+        while self.fuses.front().is_some_and(|(t, _)| now.duration_since(*t) > SHARE_WINDOW) {
+            self.fuses.pop_front();
         }
         if !self.paused {
             self.log.push_back(ev);
@@ -90,9 +108,36 @@ impl Model {
     /// Share of the last SHARE_WINDOW that `pid` ran fused, in percent (from
     /// the fused time its splits report).
     pub fn fused_share(&self, pid: i32, now: Instant) -> u64 {
-        let closed: u64 = self.fused.iter().filter(|(_, p, _)| *p == pid).map(|(_, _, n)| n).sum();
-        let open = self.fused_since.get(&pid).map_or(0, |t| now.duration_since(*t).min(SHARE_WINDOW).as_nanos() as u64);
+        let closed: u64 = self.fused.iter().filter(|(_, p, ..)| *p == pid).map(|(_, _, n, _)| n).sum();
+        let open = self.fused_since.get(&pid).map_or(0, |(t, _)| Self::open_ns(*t, now));
         ((closed + open) * 100 / SHARE_WINDOW.as_nanos() as u64).min(100)
+    }
+
+    fn open_ns(since: Instant, now: Instant) -> u64 {
+        now.saturating_duration_since(since).min(SHARE_WINDOW).as_nanos() as u64
+    }
+
+    /// Time the tasks of `cgroup` ran fused over the last SHARE_WINDOW, in
+    /// percent of it, summed over its tasks (each at most 100%).
+    pub fn cgroup_fused_share(&self, cgroup: u64, now: Instant) -> u64 {
+        let mut per_pid: std::collections::HashMap<i32, u64> = std::collections::HashMap::new();
+        for (_, pid, ns, cg) in &self.fused {
+            if *cg == cgroup {
+                *per_pid.entry(*pid).or_default() += ns;
+            }
+        }
+        for (pid, (t, cg)) in &self.fused_since {
+            if *cg == cgroup {
+                *per_pid.entry(*pid).or_default() += Self::open_ns(*t, now);
+            }
+        }
+        let window = SHARE_WINDOW.as_nanos() as u64;
+        per_pid.values().map(|ns| (ns * 100 / window).min(100)).sum()
+    }
+
+    /// Fuses of the tasks of `cgroup` over the last SHARE_WINDOW.
+    pub fn cgroup_fuses(&self, cgroup: u64, now: Instant) -> usize {
+        self.fuses.iter().filter(|(t, cg)| *cg == cgroup && now.saturating_duration_since(*t) <= SHARE_WINDOW).count()
     }
 
     /// Fuses and splits in the second before `now` (what arrived earlier is
@@ -111,9 +156,28 @@ impl Model {
     /// On every screen tick: the history's sample for this second (none
     /// while no scheduler is connected).
     pub fn tick(&mut self, now: Instant) {
+        self.resolve_status_names(now);
         let status = if self.connected { self.status.as_ref() } else { None };
         let sample = crate::top_history::sample(status, self.rates_at(now).0 as u64);
         self.history.record(now, sample);
+    }
+
+    /// Names for the ids and pids the status shows (cached: cheap when known).
+    fn resolve_status_names(&mut self, now: Instant) {
+        let Some(s) = &self.status else { return };
+        for o in &s.objects {
+            self.names.cgroups.resolve(o.cgroup, now);
+            self.names.comms.resolve(o.pid, now);
+        }
+        for (id, _) in &s.tags {
+            self.names.cgroups.resolve(*id, now);
+        }
+        for (pid, ..) in &s.requesters {
+            self.names.comms.resolve(*pid, now);
+        }
+        for c in s.cpus.iter().filter(|c| c.role == "rep" && c.with > 0) {
+            self.names.comms.resolve(c.with as i32, now);
+        }
     }
 
     /// p50 and p99 of the recent fuse latencies, in µs.
@@ -137,14 +201,14 @@ impl Model {
         if let Some(input) = &mut self.filter_input {
             match c {
                 '\n' => {
-                    self.filter = input.parse().ok();
+                    self.filter = Filter::parse(input);
                     self.filter_input = None;
                 }
                 '\x1b' => self.filter_input = None,
                 '\x08' => {
                     input.pop();
                 }
-                c if c.is_ascii_digit() => input.push(c),
+                c if !c.is_control() && input.len() < 256 => input.push(c),
                 _ => {}
             }
             return true;
@@ -162,44 +226,53 @@ impl Model {
             self.view = self.view.toggled();
         } else if c == k.history {
             self.hide_history = !self.hide_history;
+        } else if c == k.cgroups {
+            self.show_cgroups = !self.show_cgroups;
         } else if c == '\x1b' {
             self.filter = None;
         }
         true
     }
 
-    fn shown(&self, cgroup: u64) -> bool {
-        self.filter.is_none_or(|f| f == cgroup)
+    /// Whether the filter keeps `cgroup`.
+    pub fn shown(&self, cgroup: u64) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.matches(cgroup, &self.names.cgroups))
     }
 }
 
 /// Draw the whole screen.
 pub fn render(f: &mut Frame, m: &Model) {
     let area = f.area();
-    let cpu_lines = crate::top_layout::cpu_lines(m.status.as_ref(), m.view, area.width.saturating_sub(2));
+    let cpu_lines = crate::top_layout::cpu_lines(m.status.as_ref(), m.view, area.width.saturating_sub(2), &m.names);
     let a = crate::top_layout::split(area, cpu_lines.len(), !m.hide_history);
     crate::top_layout::render_cpus(f, cpu_lines, m.view, m.keys.view, a.cpus);
     if let Some(h) = a.history {
         crate::top_history::render(f, &m.history, h);
     }
-    render_objects(f, m, a.objects);
+    if m.show_cgroups {
+        crate::top_cgroups::render(f, m, m.keys.cgroups, a.objects);
+    } else {
+        render_objects(f, m, a.objects);
+    }
     render_histogram(f, m, a.latency);
-    render_log(f, m, a.log);
+    crate::top_events::render(f, m, a.log);
     f.render_widget(Paragraph::new(module_line(m.status.as_ref())), a.module);
     render_footer(f, m, a.footer);
     if m.show_help {
         let k = &m.keys;
         let mut lines = vec![
-            Line::from(format!("{} quit   {} pause the log   {} filter by cgroup id (Enter)", k.quit, k.pause, k.filter)),
+            Line::from(format!("{} quit   {} pause the log   {} filter: cgroup path (and below) or id, Enter", k.quit, k.pause, k.filter)),
             Line::from(format!("Esc clear the filter   {} this help", k.help)),
             Line::from(format!("{} CPU grid / one row per node   {} history on/off", k.view, k.history)),
+            Line::from(format!("{} execution objects / one row per tagged cgroup (fused: % of the window", k.cgroups)),
+            Line::from("  its tasks ran fused, summed over tasks; fuses: how many in the window)"),
             Line::from("CPU grid: rep = runs a fused object, lent = borrowed by it"),
             Line::from("nodes: R rep, L lent, n native, . idle, x offline"),
         ];
         let path = crate::top_keys::default_path().map_or("~/.config/scx_chameleon/top.toml".into(), |p| p.display().to_string());
         lines.push(Line::from(format!("keys from [keys] in {path}")));
         let help = Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" help "));
-        let area = Rect { x: 2, y: 2, width: area.width.saturating_sub(4).min(80), height: 8.min(area.height.saturating_sub(2)) };
+        let area = Rect { x: 2, y: 2, width: area.width.saturating_sub(4).min(84), height: 10.min(area.height.saturating_sub(2)) };
         f.render_widget(ratatui::widgets::Clear, area);
         f.render_widget(help, area);
     }
@@ -207,6 +280,8 @@ pub fn render(f: &mut Frame, m: &Model) {
 
 fn render_objects(f: &mut Frame, m: &Model, area: Rect) {
     let mut rows = Vec::new();
+    // What the fixed columns leave to the cgroup's path.
+    let path_w = area.width.saturating_sub(2 + 16 + 5 + 10 + 6 + 5 + 5 + 6).max(10) as usize;
     if let Some(s) = &m.status {
         for (pid, level, weight) in &s.requesters {
             let obj = s.objects.iter().find(|o| o.pid == *pid);
@@ -222,9 +297,10 @@ fn render_objects(f: &mut Frame, m: &Model, area: Rect) {
                     t.split_whitespace().find_map(|w| w.strip_prefix("tax=")).unwrap_or("-").to_string()
                 }),
             };
+            let path = if obj.is_some() { m.names.cgroup(cgroup) } else { "-".into() };
             rows.push(Row::new(vec![
-                pid.to_string(),
-                cgroup.to_string(),
+                m.names.pid(*pid),
+                fit_path(&path, path_w),
                 format!("{}", 1u32 << level),
                 granted,
                 weight.to_string(),
@@ -236,17 +312,17 @@ fn render_objects(f: &mut Frame, m: &Model, area: Rect) {
     let table = Table::new(
         rows,
         [
-            Constraint::Length(8),
-            Constraint::Length(8),
+            Constraint::Length(16),
+            Constraint::Min(10),
+            Constraint::Length(5),
+            Constraint::Length(10),
             Constraint::Length(6),
-            Constraint::Min(14),
-            Constraint::Length(7),
-            Constraint::Length(7),
-            Constraint::Length(6),
+            Constraint::Length(5),
+            Constraint::Length(5),
         ],
     )
-    .header(Row::new(vec!["pid", "cgroup", "wants", "granted", "weight", "tax", "fused"]).style(Style::default().add_modifier(Modifier::BOLD)))
-    .block(Block::default().borders(Borders::ALL).title(" execution objects "));
+    .header(Row::new(vec!["pid (comm)", "cgroup", "wants", "granted", "weight", "tax", "fused"]).style(Style::default().add_modifier(Modifier::BOLD)))
+    .block(Block::default().borders(Borders::ALL).title(format!(" execution objects ({}: per cgroup) ", m.keys.cgroups)));
     f.render_widget(table, area);
 }
 
@@ -262,33 +338,18 @@ fn render_histogram(f: &mut Frame, m: &Model, area: Rect) {
         .iter()
         .zip(counts)
         .map(|(&b, n)| {
-            let label = if b == u64::MAX { ">100ms".to_string() } else if b >= 1000 { format!("≤{}ms", b / 1000) } else { format!("≤{b}us") };
+            // The bounds are round: "≤10 µs", "≤5 ms" read better than fmt_ns's "≤5.00 ms".
+            let label = if b == u64::MAX { ">100 ms".to_string() } else if b >= 1000 { format!("≤{} ms", b / 1000) } else { format!("≤{b} µs") };
             Line::from(format!("{label:>7} {:<w$} {n}", "#".repeat(n * width / max), w = width))
         })
         .collect();
     lines.push(match m.percentiles() {
-        Some((p50, p99)) => Line::from(format!("p50 {p50} us  p99 {p99} us  n={}", m.fuse_latency_us.len())),
+        Some((p50, p99)) => {
+            Line::from(format!("p50 {}  p99 {}  n={}", fmt_ns(p50 * 1000), fmt_ns(p99 * 1000), m.fuse_latency_us.len()))
+        }
         None => Line::from("p50 -  p99 -  (no fuse yet)"),
     });
     f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" fuse latency ")), area);
-}
-
-fn render_log(f: &mut Frame, m: &Model, area: Rect) {
-    let height = area.height.saturating_sub(2) as usize;
-    let lines: Vec<Line> = m
-        .log
-        .iter()
-        .filter(|e| matches!(e.kind, Kind::Fuse | Kind::PartialFuse | Kind::Split | Kind::Demand | Kind::CpuOnline | Kind::CpuOffline))
-        .filter(|e| e.cgroup_id == 0 || m.shown(e.cgroup_id))
-        .rev()
-        .take(height)
-        .map(|e| Line::from(e.to_string()))
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    let title = if m.paused { " events (paused) " } else { " events " };
-    f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)), area);
 }
 
 /// The companion module's line: which CPU is lent to which representative
@@ -328,9 +389,9 @@ fn render_footer(f: &mut Frame, m: &Model, area: Rect) {
     let state = if m.connected { Span::styled("connected", Style::default().fg(Color::Green)) } else {
         Span::styled("DISCONNECTED: scheduler not running, retrying", Style::default().fg(Color::Red))
     };
-    let filter = match (&m.filter_input, m.filter) {
-        (Some(i), _) => format!("  filter cgroup: {i}_"),
-        (None, Some(c)) => format!("  filter: cgroup {c}"),
+    let filter = match (&m.filter_input, &m.filter) {
+        (Some(i), _) => format!("  filter (cgroup path or id): {i}_"),
+        (None, Some(f)) => format!("  filter: {}", f.describe(&m.names)),
         _ => String::new(),
     };
     let line = match &m.notice {
@@ -451,7 +512,7 @@ pub fn run(socket: &std::path::Path, status_path: &std::path::Path, config: Opti
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
         let mut tick = tokio::time::interval(Duration::from_millis(250));
-        let mut m = Model { keys, notice: notice.clone(), ..Default::default() };
+        let mut m = Model { keys, notice: notice.clone(), names: Names::host(), ..Default::default() };
         loop {
             tokio::select! {
                 msg = rx.recv() => {
@@ -488,214 +549,5 @@ pub fn run(socket: &std::path::Path, status_path: &std::path::Path, config: Opti
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::status::{CpuStatus, ObjectStatus};
-    use ratatui::backend::TestBackend;
-    use ratatui::Terminal;
-
-    fn screen(m: &Model) -> String {
-        let mut t = Terminal::new(TestBackend::new(110, 30)).unwrap();
-        t.draw(|f| render(f, m)).unwrap();
-        let buf = t.backend().buffer().clone();
-        let w = buf.area.width as usize;
-        let cells: Vec<&str> = buf.content().iter().map(|c| c.symbol()).collect();
-        cells.chunks(w).map(|r| r.concat()).collect::<Vec<_>>().join("\n")
-    }
-
-    fn event(kind: Kind, latency_us: u64) -> Event {
-        Event {
-            kind,
-            cpu: 0,
-            pid: 141,
-            reason: 1,
-            ts_ns: 0,
-            cgroup_id: 28,
-            latency_ns: latency_us * 1000,
-            cost_ns: 2000,
-            local_ns: 1000,
-            run_ns: 0,
-            fused_ns: 0,
-            level: 2,
-            cpus: vec![0, 1],
-            superseded: false,
-            comm: String::new(),
-        }
-    }
-
-    fn fused_model() -> Model {
-        let cpu = |cpu, role: &str, with| CpuStatus { cpu, online: true, role: role.into(), with, perf: None };
-        let mut m = Model {
-            connected: true,
-            status: Some(Snapshot {
-                agent_pid: 1,
-                written_at: 0,
-                objects: vec![ObjectStatus { pid: 141, cgroup: 28, cpus: vec![0, 1], gen: 1 }],
-                requesters: vec![(141, 1, 1)],
-                nodes: vec![vec![0, 1, 2, 3]],
-                manager_online: vec![0, 1, 2, 3],
-                defrag_moves: 0,
-                cpus: vec![cpu(0, "rep", 141), cpu(1, "borrowed", 0), cpu(2, "native", -1), cpu(3, "idle", -1)],
-                tags: vec![(28, "v1 level=1 weight=1 tax=1.00 smt=any".into())],
-                counters: None,
-                parked: vec![],
-                module: None,
-                auto_tax: vec![],
-                run_id: None,
-            }),
-            ..Default::default()
-        };
-        let now = Instant::now();
-        for us in [3000, 4000, 5000] {
-            m.on_event(event(Kind::Fuse, us), now);
-        }
-        let mut split = event(Kind::Split, 4000);
-        split.run_ns = 2_500_000_000; // fused 2.5 s of the 5 s window
-        m.on_event(split, now);
-        m
-    }
-
-    #[test]
-    fn shows_the_modules_proxies_and_interruptions() {
-        let mut m = fused_model();
-        assert!(screen(&m).contains("module: not loaded"), "{}", screen(&m));
-        let st = m.status.as_mut().unwrap();
-        st.module = Some(crate::status::ModuleStatus {
-            kfuncs: true,
-            lends: 40,
-            reclaims: 39,
-            irqs_moved: 1,
-            proxies: vec![(1, 0)],
-            lent_irqs: 5,
-            lent_softirqs: 6,
-            lent_ipis: 7,
-            lent_timers: 8,
-            emulate: Some("high".into()),
-            ..Default::default()
-        });
-        let s = screen(&m);
-        assert!(s.contains("proxies: 1>0  lends 40 reclaims 39  IRQs moved 1"), "{s}");
-        assert!(s.contains("while lent: irq 5 softirq 6 ipi 7 timer 8"), "{s}");
-        assert!(s.contains("emulate high"), "{s}");
-        m.status.as_mut().unwrap().module.as_mut().unwrap().kfuncs = false;
-        assert!(screen(&m).contains("kfuncs not bound"), "{}", screen(&m));
-    }
-
-    #[test]
-    fn shows_a_fused_object_on_the_cpu_grid_and_in_the_table() {
-        let s = screen(&fused_model());
-        assert!(s.contains("0:rep 141"), "{s}");
-        assert!(s.contains("1:lent>0"), "{s}");
-        assert!(s.contains("2 [0, 1]"), "object granted: {s}");
-        assert!(s.contains("1.00"), "tax: {s}");
-        assert!(s.contains("50%"), "fused share: {s}");
-        assert!(s.contains("3:idle"), "idle CPU: {s}");
-    }
-
-    #[test]
-    fn shows_event_lines_rates_and_histogram_labels() {
-        let s = screen(&fused_model());
-        assert!(s.contains("fuse cpu=0 pid=141 cgroup=28 cpus=0,1"), "{s}");
-        assert!(s.contains("split cpu=0 pid=141"), "{s}");
-        assert!(s.contains("p50 4000 us  p99 5000 us"), "{s}");
-        assert!(s.contains("≤5ms"), "{s}");
-        assert!(s.contains("fuse/s 3  split/s 1"), "{s}");
-    }
-
-    #[test]
-    fn says_when_the_agent_is_gone() {
-        let m = Model::default();
-        let s = screen(&m);
-        assert!(s.contains("DISCONNECTED"), "{s}");
-        assert!(s.contains("no status yet"), "{s}");
-    }
-
-    #[test]
-    fn keys_pause_filter_help_and_quit() {
-        let mut m = fused_model();
-        assert!(m.on_key('p') && m.paused);
-        let before = m.log.len();
-        m.on_event(event(Kind::Fuse, 1), Instant::now());
-        assert_eq!(m.log.len(), before, "paused: the log holds still");
-        for c in ['/', '9', '9', '\n'] {
-            m.on_key(c);
-        }
-        assert_eq!(m.filter, Some(99));
-        let s = screen(&m);
-        assert!(!s.contains("fuse cpu=0 pid=141"), "filtered out: {s}");
-        assert!(s.contains("filter: cgroup 99"), "{s}");
-        m.on_key('?');
-        assert!(screen(&m).contains("q quit   p pause"));
-        assert!(!m.on_key('q'), "q quits");
-    }
-
-    #[test]
-    fn the_node_view_has_one_row_per_node() {
-        let mut m = fused_model();
-        m.status.as_mut().unwrap().nodes = vec![vec![0, 1], vec![2, 3]];
-        assert!(m.on_key('v') && m.view == View::Nodes);
-        let s = screen(&m);
-        assert!(s.contains(" nodes (v: CPU grid) "), "{s}");
-        assert!(!s.contains("0:rep 141"), "no grid cells: {s}");
-        assert_eq!(s.matches(" node 0 ").count(), 1, "{s}");
-        assert_eq!(s.matches(" node 1 ").count(), 1, "{s}");
-        assert_eq!(s.matches(" node ").count(), 2, "one row a node: {s}");
-        assert!(s.contains("rep 1   lent 1   native 0   idle 0   offline 0   objects 1"), "{s}");
-        assert!(s.contains("rep 0   lent 0   native 1   idle 1"), "{s}");
-        m.on_key('v');
-        assert!(screen(&m).contains("0:rep 141"), "back to the grid");
-    }
-
-    #[test]
-    fn the_history_band_shows_the_seconds_recorded() {
-        let mut m = fused_model();
-        let t0 = Instant::now();
-        for i in 0..12 {
-            m.tick(t0 + Duration::from_secs(i));
-        }
-        assert_eq!(m.history.len(), 12);
-        let s = screen(&m);
-        assert!(s.contains("fuse/s"), "{s}");
-        assert!(s.contains("fused CPUs 50% (max 50%)"), "rep and lent of 4 CPUs: {s}");
-        assert!(s.contains("lent CPUs 1 (max 1)"), "{s}");
-        assert!(s.contains("last 12s"), "{s}");
-        m.on_key('h');
-        assert!(!screen(&m).contains("last 12s"), "h hides it");
-        // Disconnected seconds are absent samples, not zeros.
-        m.connected = false;
-        m.on_key('h');
-        m.tick(t0 + Duration::from_secs(12));
-        assert!(screen(&m).contains("fuse/s - "), "{}", screen(&m));
-    }
-
-    #[test]
-    fn configured_keys_replace_the_defaults_and_a_bad_file_is_shown() {
-        let mut m = fused_model();
-        m.keys = crate::top_keys::parse("[keys]\nquit = \"x\"\npause = \"P\"\n").unwrap();
-        assert!(m.on_key('q'), "q no longer quits");
-        assert!(m.on_key('P') && m.paused);
-        assert!(screen(&m).contains("? help  x quit"), "{}", screen(&m));
-        m.on_key('?');
-        assert!(screen(&m).contains("x quit   P pause"), "{}", screen(&m));
-        assert!(!m.on_key('\x03'), "Ctrl-C always quits");
-        assert!(!m.on_key('x'));
-        let mut m = fused_model();
-        m.notice = Some("top.toml: line 2: keys.quit: bad; using the default keys".into());
-        assert!(screen(&m).contains("line 2: keys.quit: bad; using the default keys"), "{}", screen(&m));
-        m.on_key('p');
-        assert!(m.notice.is_none(), "a key press clears it");
-    }
-
-    #[test]
-    fn rates_forget_events_older_than_a_second() {
-        let m = fused_model();
-        assert_eq!(m.rates_at(Instant::now() + Duration::from_secs(3)), (0, 0));
-    }
-
-    #[test]
-    fn reconnects_with_a_bounded_backoff() {
-        assert_eq!(reconnect_delay(0), Duration::from_millis(250));
-        assert_eq!(reconnect_delay(2), Duration::from_millis(1000));
-        assert_eq!(reconnect_delay(50), Duration::from_millis(2000));
-    }
-}
+#[path = "top_tests.rs"]
+mod tests;
