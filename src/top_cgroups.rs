@@ -95,7 +95,8 @@ pub fn rows(m: &Model, s: &Snapshot, now: Instant) -> Vec<CgroupRow> {
                 id: *id,
                 path: m.names.cgroup(*id),
                 level: field("level"),
-                weight: field("weight"),
+                // None stored: the claim follows the cgroup's cpu.weight.
+                weight: tag_field(tag, "weight").unwrap_or("cpu").to_string(),
                 tax: field("tax"),
                 objects: objs.len(),
                 cpus: objs.iter().map(|o| o.cpus.len()).sum(),
