@@ -235,9 +235,9 @@ pub const REORDER_NS: u64 = 1_000_000_000;
 /// Events the reorder buffer holds at most, whatever the rate: past it the
 /// oldest is written at once.
 pub const MAX_PENDING: usize = 16_384;
-/// How long (event time) the first events wait for the agent's status
-/// (which says what was fused when the trace began) before being written
-/// without it.
+/// The first events wait for the agent's status (which says what was
+/// fused when the trace began) until the reorder buffer's horizon is this
+/// far past the start (so some 4 s), then are written without it.
 pub const STATUS_WAIT_NS: u64 = 3_000_000_000;
 
 /// The slice open on a track: whose object it belongs to.
@@ -284,8 +284,11 @@ pub struct Writer<W: Write> {
     newest: u64,
     last: u64,
     started: bool,
-    /// The objects the agent's status showed fused (None: not yet read).
+    /// The objects the agent's status showed fused (None: not yet read,
+    /// or used when the trace began).
     fused: Option<Vec<Fused>>,
+    /// A status was given (set_fused).
+    status_given: bool,
     open: HashMap<u64, Open>,
     declared: HashSet<u64>,
     /// Tasks with an event (the summary's count).
@@ -312,6 +315,7 @@ impl<W: Write> Writer<W> {
             last: start_ns,
             started: false,
             fused: None,
+            status_given: false,
             open: HashMap::new(),
             declared: HashSet::new(),
             pids: HashSet::new(),
@@ -334,13 +338,16 @@ impl<W: Write> Writer<W> {
     /// What the agent's status said was fused just after the trace began
     /// (used if it comes before the first events are written).
     pub fn set_fused(&mut self, fused: Vec<Fused>) {
-        if !self.started && self.fused.is_none() {
+        if !self.started && !self.status_given {
             self.fused = Some(fused);
         }
+        self.status_given = true;
     }
 
+    /// Whether set_fused was called (even after the trace began, too late
+    /// to be used: the first events then told what was fused).
     pub fn has_fused(&self) -> bool {
-        self.fused.is_some()
+        self.status_given
     }
 
     /// What /proc says of a task (its thread track's process and a name
@@ -425,7 +432,7 @@ impl<W: Write> Writer<W> {
         }
         if !self.started {
             // Wait for the status a while: it names objects fused before the trace.
-            if self.fused.is_none() && horizon < self.start.saturating_add(STATUS_WAIT_NS) {
+            if !self.status_given && horizon < self.start.saturating_add(STATUS_WAIT_NS) {
                 return Ok(());
             }
             self.begin_trace()?;

@@ -476,14 +476,44 @@ fn a_long_stream_is_written_as_it_comes_in_bounded_memory() {
 }
 
 #[test]
+fn the_first_events_wait_for_the_status_a_while() {
+    // No status: the events wait in the buffer up to STATUS_WAIT_NS past
+    // the start, then go without it.
+    let mut w = Writer::new(Vec::new(), W.start_ns, W.boottime_at_start_ns, 4).unwrap();
+    w.push(task(Kind::Wake, 1100, 0, 100, "spin")).unwrap();
+    w.advance(W.start_ns + STATUS_WAIT_NS - 1).unwrap();
+    assert_eq!(w.pending(), 1, "waits for the status");
+    // It comes: task 100 was fused on 2,3 with no event yet.
+    w.set_fused(vec![Fused { rep: 2, pid: 100, cpus: vec![2, 3] }]);
+    w.advance(W.start_ns + STATUS_WAIT_NS).unwrap();
+    assert_eq!(w.pending(), 0);
+    let (bytes, s, _) = w.finish(W.end_ns).unwrap();
+    let t = Trace::parse_from_bytes(&bytes).unwrap();
+    assert_eq!(slices(&t)["cpu 2"], vec![(W.start_ns, W.end_ns, "fused: spin pid 100 level 1".into())]);
+    assert_eq!((s.slices, s.instants), (3, 1));
+    // Never: after STATUS_WAIT_NS the events go, and a late status is not used.
+    let mut w = Writer::new(Vec::new(), W.start_ns, W.boottime_at_start_ns, 4).unwrap();
+    w.push(task(Kind::Wake, 1100, 0, 100, "spin")).unwrap();
+    w.advance(W.start_ns + STATUS_WAIT_NS + REORDER_NS - 1).unwrap();
+    assert_eq!(w.pending(), 1, "the wait is for what leaves the reorder buffer");
+    w.advance(W.start_ns + STATUS_WAIT_NS + REORDER_NS).unwrap();
+    assert_eq!(w.pending(), 0);
+    w.set_fused(vec![Fused { rep: 2, pid: 100, cpus: vec![2, 3] }]);
+    let (_, s, _) = w.finish(W.end_ns).unwrap();
+    assert_eq!((s.slices, s.instants), (0, 1));
+}
+
+#[test]
 fn the_stream_parses_as_one_trace_and_late_events_move_up() {
     // Two events written before a third, reported after the reorder window
     // and stamped before them: it is moved up to the last time written.
     let mut w = Writer::new(Vec::new(), W.start_ns, W.boottime_at_start_ns, 2).unwrap();
+    assert!(!w.has_fused());
     w.set_fused(vec![]);
     w.push(task(Kind::Wake, 1100, 0, 100, "spin")).unwrap();
     w.push(task(Kind::Sleep, 1100 + REORDER_NS / MS + 10, 0, 100, "spin")).unwrap();
     assert_eq!(w.pending(), 1, "the first left the buffer");
+    assert!(w.has_fused(), "the status stays seen once the trace began");
     w.push(task(Kind::Wake, 1050, 0, 100, "spin")).unwrap();
     w.advance(W.start_ns + 10 * REORDER_NS).unwrap();
     assert_eq!(w.pending(), 0, "a quiet stream drains with time");

@@ -53,7 +53,7 @@ tmux -u send-keys -t top c
 # split and fuse again meanwhile, so up to 30 snapshots)
 wait_screen "│/seq  *1  *[0-9a-z]*  *[^ ]*  *1  *2  *[0-9]*%  *[0-9]" "c did not show /seq's row (level 1, 1 object, 2 CPUs)" 30
 grep -q " tagged cgroups, last 5.00 s (c: execution objects) " /tmp/screen || { cat /tmp/screen; fail "no per-cgroup title"; }
-ok "c: $(grep '│/seq ' /tmp/screen | cut -d'│' -f2 | tr -s ' ')"
+ok "c: $(sed -n 's/^│\(\/seq [^│]*\)│.*/\1/p' /tmp/screen | tr -s ' ')"
 echo "--- screen (c: per cgroup) ---"
 cat /tmp/screen
 echo "--- end of screen ---"
