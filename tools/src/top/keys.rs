@@ -7,6 +7,7 @@
 //! quit = "q"
 //! pause = "p"
 //! view = "v"
+//! cgroups = "c"
 //! ```
 //!
 //! A file that does not parse, names an unknown action, or gives two actions
@@ -27,16 +28,18 @@ pub struct KeyMap {
     pub filter: char,
     pub view: char,
     pub history: char,
+    /// Execution objects / one row per tagged cgroup.
+    pub cgroups: char,
 }
 
 impl Default for KeyMap {
     fn default() -> Self {
-        KeyMap { quit: 'q', pause: 'p', help: '?', filter: '/', view: 'v', history: 'h' }
+        KeyMap { quit: 'q', pause: 'p', help: '?', filter: '/', view: 'v', history: 'h', cgroups: 'c' }
     }
 }
 
 /// The actions by their name in the file, in the order help lists them.
-pub const ACTIONS: [&str; 6] = ["quit", "pause", "help", "filter", "view", "history"];
+pub const ACTIONS: [&str; 7] = ["quit", "pause", "help", "filter", "view", "history", "cgroups"];
 
 impl KeyMap {
     fn slot(&mut self, action: &str) -> Option<&mut char> {
@@ -47,6 +50,7 @@ impl KeyMap {
             "filter" => &mut self.filter,
             "view" => &mut self.view,
             "history" => &mut self.history,
+            "cgroups" => &mut self.cgroups,
             _ => return None,
         })
     }
@@ -59,6 +63,7 @@ impl KeyMap {
             "filter" => self.filter,
             "view" => self.view,
             "history" => self.history,
+            "cgroups" => self.cgroups,
             _ => return None,
         })
     }

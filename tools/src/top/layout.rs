@@ -4,6 +4,7 @@
 //! or a capacity class of one, as the agent formed them) with counts.
 
 use chameleon::report::status::Snapshot;
+use crate::top::names::Names;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -73,13 +74,13 @@ fn cpu_style(role: &str, online: bool) -> Style {
 
 /// The grid: one cell a CPU, packed into lines of `width` columns without
 /// splitting a cell (a wrapped "12:lent>8" would read as two CPUs).
-fn grid_lines(s: &Snapshot, width: usize) -> Vec<Line<'static>> {
+fn grid_lines(s: &Snapshot, width: usize, names: &Names) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     let (mut line, mut used) = (Vec::new(), 0);
     for c in &s.cpus {
         let text = match (c.online, c.role.as_str()) {
             (false, _) => format!(" {}:off ", c.cpu),
-            (_, "rep") => format!(" {}:rep {} ", c.cpu, c.with),
+            (_, "rep") => format!(" {}:rep {} ", c.cpu, names.pid(c.with as i32)),
             (_, "borrowed") => format!(" {}:lent>{} ", c.cpu, c.with),
             (_, "idle") => format!(" {}:idle ", c.cpu),
             _ => format!(" {}:native ", c.cpu),
@@ -112,6 +113,8 @@ pub struct NodeRow {
     pub objects: usize,
     /// One character a CPU: R rep, L lent, n native, . idle, x offline.
     pub strip: String,
+    /// The owners of those objects: (pid, cgroup id).
+    pub owners: Vec<(i32, u64)>,
 }
 
 /// The rows of the node view, from the status's nodes and CPU states.
@@ -144,7 +147,9 @@ pub fn node_rows(s: &Snapshot) -> Vec<NodeRow> {
             };
             r.strip.push(ch);
         }
-        r.objects = s.objects.iter().filter(|o| o.cpus.first().is_some_and(|c| cpus.contains(c))).count();
+        let here: Vec<_> = s.objects.iter().filter(|o| o.cpus.first().is_some_and(|c| cpus.contains(c))).collect();
+        r.objects = here.len();
+        r.owners = here.iter().map(|o| (o.pid, o.cgroup)).collect();
         r
     };
     let mut rows: Vec<NodeRow> = s.nodes.iter().enumerate().map(|(i, cpus)| row(format!("node {i}"), cpus)).collect();
@@ -155,7 +160,7 @@ pub fn node_rows(s: &Snapshot) -> Vec<NodeRow> {
     rows
 }
 
-fn node_lines(s: &Snapshot) -> Vec<Line<'static>> {
+fn node_lines(s: &Snapshot, names: &Names) -> Vec<Line<'static>> {
     node_rows(s)
         .into_iter()
         .map(|r| {
@@ -165,18 +170,20 @@ fn node_lines(s: &Snapshot) -> Vec<Line<'static>> {
                 r.rep, r.lent, r.native, r.idle, r.offline, r.objects
             );
             let busy = if r.rep + r.lent > 0 { Style::default().fg(Color::Green) } else { Style::default() };
-            Line::from(vec![Span::raw(head), Span::styled(counts, busy), Span::raw(r.strip)])
+            let owners: Vec<String> = r.owners.iter().map(|(pid, cg)| format!("{} {}", names.pid(*pid), names.cgroup(*cg))).collect();
+            let owners = if owners.is_empty() { String::new() } else { format!("  {}", owners.join(", ")) };
+            Line::from(vec![Span::raw(head), Span::styled(counts, busy), Span::raw(r.strip), Span::raw(owners)])
         })
         .collect()
 }
 
 /// The CPU pane's lines in `view` for an inner width of `width`.
-pub fn cpu_lines(status: Option<&Snapshot>, view: View, width: u16) -> Vec<Line<'static>> {
+pub fn cpu_lines(status: Option<&Snapshot>, view: View, width: u16, names: &Names) -> Vec<Line<'static>> {
     match status {
         None => vec![Line::from(" no status yet")],
         Some(s) => match view {
-            View::Grid => grid_lines(s, width as usize),
-            View::Nodes => node_lines(s),
+            View::Grid => grid_lines(s, width as usize, names),
+            View::Nodes => node_lines(s, names),
         },
     }
 }

@@ -2,17 +2,24 @@
 //! the rendering are plain functions so that they are tested with ratatui's
 //! TestBackend; `run` wires them to the terminal, the agent's event stream and
 //! its status file on a tokio runtime. The history band is history.rs,
-//! the panes and the CPU views layout.rs, the keys keys.rs.
+//! the panes and the CPU views layout.rs, the keys keys.rs, the event pane
+//! events.rs, the filter and the per-cgroup view cgroups.rs, and the names
+//! shown for ids (cgroup paths, comms) and times (human units) names.rs.
 
+pub mod cgroups;
+pub mod events;
 pub mod history;
 pub mod keys;
 pub mod layout;
+pub mod names;
 
 use chameleon::report::event::{Event, Kind};
 use chameleon::report::status::Snapshot;
+use crate::top::cgroups::Filter;
 use crate::top::history::History;
 use crate::top::keys::KeyMap;
 use crate::top::layout::View;
+use crate::top::names::{fit_path, fmt_ns, Names};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -25,8 +32,8 @@ const LOG_LINES: usize = 500;
 const LATENCIES: usize = 2000;
 /// Histogram buckets of fuse latency, upper bounds in µs (the last is open).
 const BUCKETS_US: [u64; 7] = [10, 100, 1_000, 5_000, 10_000, 100_000, u64::MAX];
-/// Window of the fused share shown per object.
-const SHARE_WINDOW: Duration = Duration::from_secs(5);
+/// Window of the fused share shown per object (and fuses per cgroup).
+pub const SHARE_WINDOW: Duration = Duration::from_secs(5);
 
 /// Everything the screen shows.
 #[derive(Debug, Default)]
@@ -34,8 +41,8 @@ pub struct Model {
     pub connected: bool,
     pub paused: bool,
     pub show_help: bool,
-    /// Only events and objects of this cgroup id.
-    pub filter: Option<u64>,
+    /// Only events and objects of these cgroups.
+    pub filter: Option<Filter>,
     /// Text typed after '/', until Enter.
     pub filter_input: Option<String>,
     pub status: Option<Snapshot>,
@@ -43,10 +50,16 @@ pub struct Model {
     pub fuse_latency_us: VecDeque<u64>,
     /// (when, kind) of recent fuses and splits, for rates.
     recent: VecDeque<(Instant, Kind)>,
-    /// (when, pid, fused ns) of recent splits: each closes a fused interval.
-    fused: VecDeque<(Instant, i32, u64)>,
-    /// Objects fused now, since when (the interval their next split closes).
-    fused_since: std::collections::HashMap<i32, Instant>,
+    /// (when, pid, fused ns, cgroup) of recent splits: each closes a fused interval.
+    fused: VecDeque<(Instant, i32, u64, u64)>,
+    /// Objects fused now, since when (the interval their next split closes), and their cgroup.
+    fused_since: std::collections::HashMap<i32, (Instant, u64)>,
+    /// (when, cgroup) of the fuses in the last SHARE_WINDOW.
+    fuses: VecDeque<(Instant, u64)>,
+    /// Cgroup paths and comms for the ids and pids shown.
+    pub names: Names,
+    /// The per-cgroup view in the objects' place.
+    pub show_cgroups: bool,
     pub keys: KeyMap,
     /// Per-CPU grid or one row per node.
     pub view: View,
@@ -58,6 +71,9 @@ pub struct Model {
 
 impl Model {
     pub fn on_event(&mut self, ev: Event, now: Instant) {
+        self.names.comms.learn(ev.pid, &ev.comm, now);
+        self.names.comms.resolve(ev.pid, now);
+        self.names.cgroups.resolve(ev.cgroup_id, now);
         if matches!(ev.kind, Kind::Fuse | Kind::PartialFuse | Kind::Split) {
             self.recent.push_back((now, ev.kind));
             if matches!(ev.kind, Kind::Fuse | Kind::PartialFuse) && !ev.superseded {
@@ -69,19 +85,23 @@ impl Model {
         }
         match ev.kind {
             Kind::Split => {
-                self.fused.push_back((now, ev.pid, ev.run_ns));
+                self.fused.push_back((now, ev.pid, ev.run_ns, ev.cgroup_id));
                 self.fused_since.remove(&ev.pid);
             }
             Kind::Fuse | Kind::PartialFuse => {
-                self.fused_since.entry(ev.pid).or_insert(now);
+                self.fused_since.entry(ev.pid).or_insert((now, ev.cgroup_id));
+                self.fuses.push_back((now, ev.cgroup_id));
             }
             _ => {}
         }
         while self.recent.front().is_some_and(|(t, _)| now.duration_since(*t) > Duration::from_secs(1)) {
             self.recent.pop_front();
         }
-        while self.fused.front().is_some_and(|(t, _, _)| now.duration_since(*t) > SHARE_WINDOW) {
+        while self.fused.front().is_some_and(|(t, ..)| now.duration_since(*t) > SHARE_WINDOW) {
             self.fused.pop_front();
+        }
+        while self.fuses.front().is_some_and(|(t, _)| now.duration_since(*t) > SHARE_WINDOW) {
+            self.fuses.pop_front();
         }
         if !self.paused {
             self.log.push_back(ev);
@@ -94,9 +114,36 @@ impl Model {
     /// Share of the last SHARE_WINDOW that `pid` ran fused, in percent (from
     /// the fused time its splits report).
     pub fn fused_share(&self, pid: i32, now: Instant) -> u64 {
-        let closed: u64 = self.fused.iter().filter(|(_, p, _)| *p == pid).map(|(_, _, n)| n).sum();
-        let open = self.fused_since.get(&pid).map_or(0, |t| now.duration_since(*t).min(SHARE_WINDOW).as_nanos() as u64);
+        let closed: u64 = self.fused.iter().filter(|(_, p, ..)| *p == pid).map(|(_, _, n, _)| n).sum();
+        let open = self.fused_since.get(&pid).map_or(0, |(t, _)| Self::open_ns(*t, now));
         ((closed + open) * 100 / SHARE_WINDOW.as_nanos() as u64).min(100)
+    }
+
+    fn open_ns(since: Instant, now: Instant) -> u64 {
+        now.saturating_duration_since(since).min(SHARE_WINDOW).as_nanos() as u64
+    }
+
+    /// Time the tasks of `cgroup` ran fused over the last SHARE_WINDOW, in
+    /// percent of it, summed over its tasks (each at most 100%).
+    pub fn cgroup_fused_share(&self, cgroup: u64, now: Instant) -> u64 {
+        let mut per_pid: std::collections::HashMap<i32, u64> = std::collections::HashMap::new();
+        for (_, pid, ns, cg) in &self.fused {
+            if *cg == cgroup {
+                *per_pid.entry(*pid).or_default() += ns;
+            }
+        }
+        for (pid, (t, cg)) in &self.fused_since {
+            if *cg == cgroup {
+                *per_pid.entry(*pid).or_default() += Self::open_ns(*t, now);
+            }
+        }
+        let window = SHARE_WINDOW.as_nanos() as u64;
+        per_pid.values().map(|ns| (ns * 100 / window).min(100)).sum()
+    }
+
+    /// Fuses of the tasks of `cgroup` over the last SHARE_WINDOW.
+    pub fn cgroup_fuses(&self, cgroup: u64, now: Instant) -> usize {
+        self.fuses.iter().filter(|(t, cg)| *cg == cgroup && now.saturating_duration_since(*t) <= SHARE_WINDOW).count()
     }
 
     /// Fuses and splits in the second before `now` (what arrived earlier is
@@ -115,9 +162,28 @@ impl Model {
     /// On every screen tick: the history's sample for this second (none
     /// while no scheduler is connected).
     pub fn tick(&mut self, now: Instant) {
+        self.resolve_status_names(now);
         let status = if self.connected { self.status.as_ref() } else { None };
         let sample = crate::top::history::sample(status, self.rates_at(now).0 as u64);
         self.history.record(now, sample);
+    }
+
+    /// Names for the ids and pids the status shows (cached: cheap when known).
+    fn resolve_status_names(&mut self, now: Instant) {
+        let Some(s) = &self.status else { return };
+        for o in &s.objects {
+            self.names.cgroups.resolve(o.cgroup, now);
+            self.names.comms.resolve(o.pid, now);
+        }
+        for (id, _) in &s.tags {
+            self.names.cgroups.resolve(*id, now);
+        }
+        for (pid, ..) in &s.requesters {
+            self.names.comms.resolve(*pid, now);
+        }
+        for c in s.cpus.iter().filter(|c| c.role == "rep" && c.with > 0) {
+            self.names.comms.resolve(c.with as i32, now);
+        }
     }
 
     /// p50 and p99 of the recent fuse latencies, in µs.
@@ -141,14 +207,14 @@ impl Model {
         if let Some(input) = &mut self.filter_input {
             match c {
                 '\n' => {
-                    self.filter = input.parse().ok();
+                    self.filter = Filter::parse(input);
                     self.filter_input = None;
                 }
                 '\x1b' => self.filter_input = None,
                 '\x08' => {
                     input.pop();
                 }
-                c if c.is_ascii_digit() => input.push(c),
+                c if !c.is_control() && input.len() < 256 => input.push(c),
                 _ => {}
             }
             return true;
@@ -166,44 +232,53 @@ impl Model {
             self.view = self.view.toggled();
         } else if c == k.history {
             self.hide_history = !self.hide_history;
+        } else if c == k.cgroups {
+            self.show_cgroups = !self.show_cgroups;
         } else if c == '\x1b' {
             self.filter = None;
         }
         true
     }
 
-    fn shown(&self, cgroup: u64) -> bool {
-        self.filter.is_none_or(|f| f == cgroup)
+    /// Whether the filter keeps `cgroup`.
+    pub fn shown(&self, cgroup: u64) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.matches(cgroup, &self.names.cgroups))
     }
 }
 
 /// Draw the whole screen.
 pub fn render(f: &mut Frame, m: &Model) {
     let area = f.area();
-    let cpu_lines = crate::top::layout::cpu_lines(m.status.as_ref(), m.view, area.width.saturating_sub(2));
+    let cpu_lines = crate::top::layout::cpu_lines(m.status.as_ref(), m.view, area.width.saturating_sub(2), &m.names);
     let a = crate::top::layout::split(area, cpu_lines.len(), !m.hide_history);
     crate::top::layout::render_cpus(f, cpu_lines, m.view, m.keys.view, a.cpus);
     if let Some(h) = a.history {
         crate::top::history::render(f, &m.history, h);
     }
-    render_objects(f, m, a.objects);
+    if m.show_cgroups {
+        crate::top::cgroups::render(f, m, m.keys.cgroups, a.objects);
+    } else {
+        render_objects(f, m, a.objects);
+    }
     render_histogram(f, m, a.latency);
-    render_log(f, m, a.log);
+    crate::top::events::render(f, m, a.log);
     f.render_widget(Paragraph::new(module_line(m.status.as_ref())), a.module);
     render_footer(f, m, a.footer);
     if m.show_help {
         let k = &m.keys;
         let mut lines = vec![
-            Line::from(format!("{} quit   {} pause the log   {} filter by cgroup id (Enter)", k.quit, k.pause, k.filter)),
+            Line::from(format!("{} quit   {} pause the log   {} filter: cgroup path (and below) or id, Enter", k.quit, k.pause, k.filter)),
             Line::from(format!("Esc clear the filter   {} this help", k.help)),
             Line::from(format!("{} CPU grid / one row per node   {} history on/off", k.view, k.history)),
+            Line::from(format!("{} execution objects / one row per tagged cgroup (fused: % of the window", k.cgroups)),
+            Line::from("  its tasks ran fused, summed over tasks; fuses: how many in the window)"),
             Line::from("CPU grid: rep = runs a fused object, lent = borrowed by it"),
             Line::from("nodes: R rep, L lent, n native, . idle, x offline"),
         ];
         let path = crate::top::keys::default_path().map_or("~/.config/scx_chameleon/top.toml".into(), |p| p.display().to_string());
         lines.push(Line::from(format!("keys from [keys] in {path}")));
         let help = Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" help "));
-        let area = Rect { x: 2, y: 2, width: area.width.saturating_sub(4).min(80), height: 8.min(area.height.saturating_sub(2)) };
+        let area = Rect { x: 2, y: 2, width: area.width.saturating_sub(4).min(84), height: 10.min(area.height.saturating_sub(2)) };
         f.render_widget(ratatui::widgets::Clear, area);
         f.render_widget(help, area);
     }
@@ -211,6 +286,8 @@ pub fn render(f: &mut Frame, m: &Model) {
 
 fn render_objects(f: &mut Frame, m: &Model, area: Rect) {
     let mut rows = Vec::new();
+    // What the fixed columns leave to the cgroup's path.
+    let path_w = area.width.saturating_sub(2 + 16 + 5 + 10 + 6 + 5 + 5 + 6).max(10) as usize;
     if let Some(s) = &m.status {
         for (pid, level, weight) in &s.requesters {
             let obj = s.objects.iter().find(|o| o.pid == *pid);
@@ -226,9 +303,10 @@ fn render_objects(f: &mut Frame, m: &Model, area: Rect) {
                     t.split_whitespace().find_map(|w| w.strip_prefix("tax=")).unwrap_or("-").to_string()
                 }),
             };
+            let path = if obj.is_some() { m.names.cgroup(cgroup) } else { "-".into() };
             rows.push(Row::new(vec![
-                pid.to_string(),
-                cgroup.to_string(),
+                m.names.pid(*pid),
+                fit_path(&path, path_w),
                 format!("{}", 1u32 << level),
                 granted,
                 weight.to_string(),
@@ -240,17 +318,17 @@ fn render_objects(f: &mut Frame, m: &Model, area: Rect) {
     let table = Table::new(
         rows,
         [
-            Constraint::Length(8),
-            Constraint::Length(8),
+            Constraint::Length(16),
+            Constraint::Min(10),
+            Constraint::Length(5),
+            Constraint::Length(10),
             Constraint::Length(6),
-            Constraint::Min(14),
-            Constraint::Length(7),
-            Constraint::Length(7),
-            Constraint::Length(6),
+            Constraint::Length(5),
+            Constraint::Length(5),
         ],
     )
-    .header(Row::new(vec!["pid", "cgroup", "wants", "granted", "weight", "tax", "fused"]).style(Style::default().add_modifier(Modifier::BOLD)))
-    .block(Block::default().borders(Borders::ALL).title(" execution objects "));
+    .header(Row::new(vec!["pid (comm)", "cgroup", "wants", "granted", "weight", "tax", "fused"]).style(Style::default().add_modifier(Modifier::BOLD)))
+    .block(Block::default().borders(Borders::ALL).title(format!(" execution objects ({}: per cgroup) ", m.keys.cgroups)));
     f.render_widget(table, area);
 }
 
@@ -266,33 +344,18 @@ fn render_histogram(f: &mut Frame, m: &Model, area: Rect) {
         .iter()
         .zip(counts)
         .map(|(&b, n)| {
-            let label = if b == u64::MAX { ">100ms".to_string() } else if b >= 1000 { format!("≤{}ms", b / 1000) } else { format!("≤{b}us") };
+            // The bounds are round: "≤10 µs", "≤5 ms" read better than fmt_ns's "≤5.00 ms".
+            let label = if b == u64::MAX { ">100 ms".to_string() } else if b >= 1000 { format!("≤{} ms", b / 1000) } else { format!("≤{b} µs") };
             Line::from(format!("{label:>7} {:<w$} {n}", "#".repeat(n * width / max), w = width))
         })
         .collect();
     lines.push(match m.percentiles() {
-        Some((p50, p99)) => Line::from(format!("p50 {p50} us  p99 {p99} us  n={}", m.fuse_latency_us.len())),
+        Some((p50, p99)) => {
+            Line::from(format!("p50 {}  p99 {}  n={}", fmt_ns(p50 * 1000), fmt_ns(p99 * 1000), m.fuse_latency_us.len()))
+        }
         None => Line::from("p50 -  p99 -  (no fuse yet)"),
     });
     f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" fuse latency ")), area);
-}
-
-fn render_log(f: &mut Frame, m: &Model, area: Rect) {
-    let height = area.height.saturating_sub(2) as usize;
-    let lines: Vec<Line> = m
-        .log
-        .iter()
-        .filter(|e| matches!(e.kind, Kind::Fuse | Kind::PartialFuse | Kind::Split | Kind::Demand | Kind::CpuOnline | Kind::CpuOffline))
-        .filter(|e| e.cgroup_id == 0 || m.shown(e.cgroup_id))
-        .rev()
-        .take(height)
-        .map(|e| Line::from(e.to_string()))
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    let title = if m.paused { " events (paused) " } else { " events " };
-    f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)), area);
 }
 
 /// The companion module's line: which CPU is lent to which representative
@@ -332,9 +395,9 @@ fn render_footer(f: &mut Frame, m: &Model, area: Rect) {
     let state = if m.connected { Span::styled("connected", Style::default().fg(Color::Green)) } else {
         Span::styled("DISCONNECTED: scheduler not running, retrying", Style::default().fg(Color::Red))
     };
-    let filter = match (&m.filter_input, m.filter) {
-        (Some(i), _) => format!("  filter cgroup: {i}_"),
-        (None, Some(c)) => format!("  filter: cgroup {c}"),
+    let filter = match (&m.filter_input, &m.filter) {
+        (Some(i), _) => format!("  filter (cgroup path or id): {i}_"),
+        (None, Some(f)) => format!("  filter: {}", f.describe(&m.names)),
         _ => String::new(),
     };
     let line = match &m.notice {
@@ -455,7 +518,7 @@ pub fn run(socket: &std::path::Path, status_path: &std::path::Path, config: Opti
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
         let mut tick = tokio::time::interval(Duration::from_millis(250));
-        let mut m = Model { keys, notice: notice.clone(), ..Default::default() };
+        let mut m = Model { keys, notice: notice.clone(), names: Names::host(), ..Default::default() };
         loop {
             tokio::select! {
                 msg = rx.recv() => {

@@ -1,5 +1,5 @@
-//! The event stream over a window as a Perfetto trace (`perfetto.protos.Trace`,
-//! what ui.perfetto.dev opens and scxtop writes): borrowing on a timeline.
+//! The event stream as a Perfetto trace (`perfetto.protos.Trace`, what
+//! ui.perfetto.dev opens and scxtop writes): borrowing on a timeline.
 //!
 //! One track per CPU ("cpu N", under a parent track so that they stay in CPU
 //! order) carries a slice for each period the CPU is a fused representative
@@ -8,13 +8,26 @@
 //! track per task involved carries its demand / wake / sleep / exit instants
 //! and a slice for each period it ran fused.
 //!
-//! Pure: [`build`] turns events and the window they were taken in into a
-//! trace; taking them from the agent and writing the file is
-//! `record.rs`. Slices never nest on a track (a track is in one state at
-//! a time), so every begin has its end on the same track, in order: a slice
-//! still open when the next one begins (a split reported after the fuse that
-//! took the CPU over) is ended there, and one open at the end of the window
-//! is ended at the end.
+//! Streamed: a trace file is a `Trace` message whose only field is
+//! `repeated TracePacket packet = 1`, so it is written as a run of
+//! length-delimited field-1 records, packet by packet as the events come
+//! ([`Writer`]); memory does not grow with the trace's length. Events come
+//! slightly out of order (a decision is reported when its CPUs are done,
+//! stamped with when it was taken): they wait in a small reorder buffer
+//! (REORDER_NS of event time, at most MAX_PENDING events) and leave it in
+//! time order, so timestamps in the file never go back (one reported later
+//! still is moved up to the last time written, and counted). A track is
+//! declared the first time it is needed, just before its first event; a
+//! task's name is the comm of its first event seen by then, else /proc's.
+//!
+//! Slices never nest on a track (a track is in one state at a time), so
+//! every begin has its end on the same track, in order: a slice still open
+//! when the next one begins (a split reported after the fuse that took the
+//! CPU over) is ended there, and one open at the end is ended at the end.
+//! Objects fused before the trace began are found from the first events
+//! (a split of an object whose fuse was never seen) and from the agent's
+//! status (objects fused with no event yet): their slices start at the
+//! trace's start. [`build`] does the whole thing in memory for tests.
 
 pub mod record;
 
@@ -23,12 +36,16 @@ use perfetto_protos::builtin_clock::BuiltinClock;
 use perfetto_protos::clock_snapshot::{clock_snapshot::Clock, ClockSnapshot};
 use perfetto_protos::debug_annotation::DebugAnnotation;
 use perfetto_protos::thread_descriptor::ThreadDescriptor;
+#[cfg(test)]
 use perfetto_protos::trace::Trace;
 use perfetto_protos::trace_packet::{trace_packet::SequenceFlags, TracePacket};
 use perfetto_protos::trace_packet_defaults::TracePacketDefaults;
 use perfetto_protos::track_descriptor::{track_descriptor::ChildTracksOrdering, TrackDescriptor};
 use perfetto_protos::track_event::{track_event::Type, TrackEvent};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use protobuf::Message;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::io::{self, Write};
 
 /// Every packet is ours and comes from one writer: one sequence. Any
 /// non-zero id will do for a file nobody merges with a live session.
@@ -105,6 +122,9 @@ pub struct Summary {
     /// Slice ends with nothing of theirs open on the track (an event lost
     /// to a full ring buffer in between); left out.
     pub unmatched: usize,
+    /// Events that came after the reorder buffer had written later times:
+    /// moved up to the last time written.
+    pub late: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -121,55 +141,6 @@ enum What {
     Begin(String, Args),
     End,
     Instant(String, Args),
-}
-
-/// One TrackEvent to be: kept in a list, then sorted by time.
-#[derive(Debug, Clone, PartialEq)]
-struct Item {
-    ts: u64,
-    track: u64,
-    what: What,
-}
-
-/// The slice open on a track: whose object it belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Open {
-    rep: i32,
-}
-
-#[derive(Default)]
-struct Builder {
-    items: Vec<Item>,
-    open: HashMap<u64, Open>,
-    summary: Summary,
-}
-
-impl Builder {
-    /// Start a slice, ending whatever was open on the track first.
-    fn begin(&mut self, ts: u64, track: u64, rep: i32, name: String, args: Args) {
-        if self.open.remove(&track).is_some() {
-            self.items.push(Item { ts, track, what: What::End });
-        }
-        self.open.insert(track, Open { rep });
-        self.items.push(Item { ts, track, what: What::Begin(name, args) });
-        self.summary.slices += 1;
-    }
-
-    /// End the slice of `rep`'s object on the track, if that is what is open.
-    fn end(&mut self, ts: u64, track: u64, rep: i32) {
-        match self.open.get(&track) {
-            Some(o) if o.rep == rep => {
-                self.open.remove(&track);
-                self.items.push(Item { ts, track, what: What::End });
-            }
-            _ => self.summary.unmatched += 1,
-        }
-    }
-
-    fn instant(&mut self, ts: u64, track: u64, name: String, args: Args) {
-        self.items.push(Item { ts, track, what: What::Instant(name, args) });
-        self.summary.instants += 1;
-    }
 }
 
 /// The CPUs of an object event other than its representative (the lent ones).
@@ -190,23 +161,6 @@ fn level_of(ev: &Event) -> u32 {
 /// record without is left out rather than drawn on a track nobody declared).
 fn is_object(ev: &Event) -> bool {
     matches!(ev.kind, Kind::Fuse | Kind::PartialFuse | Kind::Split) && ev.cpu >= 0
-}
-
-/// Names of the tasks: the comm the kernel put in the task's own events
-/// (the first one in the window), else what /proc said, else "?".
-fn task_names(events: &[Event], tasks: &BTreeMap<i32, TaskInfo>) -> HashMap<i32, String> {
-    let mut names: HashMap<i32, String> = tasks
-        .iter()
-        .filter(|(_, t)| !t.comm.trim().is_empty())
-        .map(|(&pid, t)| (pid, t.comm.trim().to_string()))
-        .collect();
-    let mut from_events = BTreeSet::new();
-    for ev in events {
-        if ev.pid > 0 && !ev.comm.is_empty() && from_events.insert(ev.pid) {
-            names.insert(ev.pid, ev.comm.clone());
-        }
-    }
-    names
 }
 
 /// The fuse an object fused throughout the window would have sent.
@@ -254,20 +208,6 @@ fn object_args(ev: &Event) -> Args {
     args
 }
 
-/// Open the slices of an object: on the representative, on each lent CPU
-/// and on the owner's own track.
-fn open_object(b: &mut Builder, ts: u64, ev: &Event, comm: &str, mut args: Args) {
-    let level = level_of(ev);
-    b.begin(ts, cpu_track(ev.cpu), ev.cpu, fused_name(comm, ev.pid, level), args.clone());
-    for c in lent_cpus(ev) {
-        b.begin(ts, cpu_track(c), ev.cpu, lent_name(comm, ev.pid), args.clone());
-    }
-    if ev.pid > 0 {
-        args.retain(|(k, _)| *k != "representative");
-        b.begin(ts, task_track(ev.pid), ev.cpu, task_slice_name(ev), args);
-    }
-}
-
 /// Tracks that were in an object when the window opened: a split of the
 /// object's representative came before any fuse of it touching the track.
 /// Their slices start at the window's start. (Per representative, not per
@@ -292,55 +232,374 @@ fn fused_before(events: &[&Event]) -> Vec<(u64, usize)> {
     first.into_iter().collect()
 }
 
-/// The trace of `events`, taken over `window`. Events may come in any
-/// order (a decision is reported when its CPUs are done, stamped with when
-/// it was taken); times outside the window are moved to its edge. `fused`:
-/// the objects fused when the window opened, as far as the agent's status
-/// knows; those with no event in the window were fused throughout.
-pub fn build(events: &[Event], window: &Window, tasks: &BTreeMap<i32, TaskInfo>, fused: &[Fused]) -> (Trace, Summary) {
-    let (start, end) = (window.start_ns, window.end_ns.max(window.start_ns));
-    let clamp = |ts: u64| ts.clamp(start, end);
-    let mut sorted: Vec<&Event> = events.iter().collect();
-    // Stable: one representative's decisions keep their order at equal times.
-    sorted.sort_by_key(|ev| ev.ts_ns);
-    let names = task_names(events, tasks);
-    let comm = |pid: i32| names.get(&pid).map(String::as_str).unwrap_or("?");
-    let mut b = Builder::default();
+/// How far back in event time the reorder buffer waits for a late report
+/// (a fuse is reported when its CPUs are done: milliseconds, rarely more).
+pub const REORDER_NS: u64 = 1_000_000_000;
+/// Events the reorder buffer holds at most, whatever the rate: past it the
+/// oldest is written at once.
+pub const MAX_PENDING: usize = 16_384;
+/// The first events wait for the agent's status (which says what was
+/// fused when the trace began) until the reorder buffer's horizon is this
+/// far past the start (so some 4 s), then are written without it.
+pub const STATUS_WAIT_NS: u64 = 3_000_000_000;
 
-    // Objects fused before the window: their slices begin at its start.
-    for (track, i) in fused_before(&sorted) {
-        let ev = sorted[i];
-        let name = if track == cpu_track(ev.cpu) {
-            fused_name(comm(ev.pid), ev.pid, level_of(ev))
-        } else if track == task_track(ev.pid) {
-            task_slice_name(ev)
-        } else {
-            lent_name(comm(ev.pid), ev.pid)
+/// The slice open on a track: whose object it belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Open {
+    rep: i32,
+}
+
+/// An event waiting in the reorder buffer: by time, then arrival.
+struct Pending {
+    ts: u64,
+    seq: u64,
+    ev: Event,
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, o: &Self) -> bool {
+        (self.ts, self.seq) == (o.ts, o.seq)
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Pending {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.ts, self.seq).cmp(&(o.ts, o.seq))
+    }
+}
+
+/// Writes a trace to `out` as the events come. Its state is per track and
+/// per task (open slices, declared tracks, names), never per event, apart
+/// from the bounded reorder buffer.
+pub struct Writer<W: Write> {
+    out: W,
+    /// One packet's encoding, reused.
+    scratch: Vec<u8>,
+    start: u64,
+    pending: BinaryHeap<Reverse<Pending>>,
+    seq: u64,
+    /// The latest event time seen, and the last time written.
+    newest: u64,
+    last: u64,
+    started: bool,
+    /// The objects the agent's status showed fused (None: not yet read,
+    /// or used when the trace began).
+    fused: Option<Vec<Fused>>,
+    /// A status was given (set_fused).
+    status_given: bool,
+    open: HashMap<u64, Open>,
+    declared: HashSet<u64>,
+    /// Tasks with an event (the summary's count).
+    pids: HashSet<i32>,
+    /// comm from a task's own event (first seen), and what /proc said.
+    comms: HashMap<i32, String>,
+    tasks: HashMap<i32, TaskInfo>,
+    summary: Summary,
+    bytes: u64,
+    packets: u64,
+}
+
+impl<W: Write> Writer<W> {
+    /// Start the trace: the sequence's defaults, the clock snapshot taken at
+    /// `start_ns`, and the tracks of CPUs 0..nr_cpus.
+    pub fn new(out: W, start_ns: u64, boottime_at_start_ns: u64, nr_cpus: u32) -> io::Result<Self> {
+        let mut w = Writer {
+            out,
+            scratch: Vec::new(),
+            start: start_ns,
+            pending: BinaryHeap::new(),
+            seq: 0,
+            newest: start_ns,
+            last: start_ns,
+            started: false,
+            fused: None,
+            status_given: false,
+            open: HashMap::new(),
+            declared: HashSet::new(),
+            pids: HashSet::new(),
+            comms: HashMap::new(),
+            tasks: HashMap::new(),
+            summary: Summary::default(),
+            bytes: 0,
+            packets: 0,
         };
-        let args = vec![("fused", Value::Str("before the trace started".into())), ("cpus", Value::Str(cpu_text(&ev.cpus)))];
-        b.begin(start, track, ev.cpu, name, args);
+        w.write(&defaults_packet())?;
+        w.write(&clock_packet(start_ns, boottime_at_start_ns))?;
+        w.write(&track_packet(start_ns, root_track()))?;
+        w.declared.insert(ROOT_TRACK);
+        for c in 0..nr_cpus as i32 {
+            w.declare_cpu(start_ns, c)?;
+        }
+        Ok(w)
     }
 
-    let mut cpus: BTreeSet<i32> = (0..window.nr_cpus as i32).collect();
-    let mut pids = BTreeSet::new();
-    // Objects fused throughout: the status saw them, no event in the window.
-    let reps_with_events: BTreeSet<i32> = sorted.iter().filter(|ev| is_object(ev)).map(|ev| ev.cpu).collect();
-    for f in fused.iter().filter(|f| f.rep >= 0 && f.pid > 0 && !reps_with_events.contains(&f.rep)) {
-        let ev = synthetic_fuse(f);
-        let args = vec![("fused", Value::Str("before the trace started, and throughout".into())), ("cpus", Value::Str(cpu_text(&f.cpus)))];
-        open_object(&mut b, start, &ev, comm(f.pid), args);
-        cpus.extend(f.cpus.iter().copied().filter(|&c| c >= 0));
-        pids.insert(f.pid);
-    }
-    for ev in &sorted {
-        let ts = clamp(ev.ts_ns);
-        b.summary.events += 1;
-        if ev.cpu >= 0 {
-            cpus.insert(ev.cpu);
+    /// What the agent's status said was fused just after the trace began
+    /// (used if it comes before the first events are written).
+    pub fn set_fused(&mut self, fused: Vec<Fused>) {
+        if !self.started && !self.status_given {
+            self.fused = Some(fused);
         }
-        cpus.extend(lent_cpus(ev));
+        self.status_given = true;
+    }
+
+    /// Whether set_fused was called (even after the trace began, too late
+    /// to be used: the first events then told what was fused).
+    pub fn has_fused(&self) -> bool {
+        self.status_given
+    }
+
+    /// What /proc says of a task (its thread track's process and a name
+    /// if its events give none).
+    pub fn add_task(&mut self, pid: i32, info: TaskInfo) {
+        self.tasks.insert(pid, info);
+    }
+
+    pub fn knows_task(&self, pid: i32) -> bool {
+        self.tasks.contains_key(&pid)
+    }
+
+    /// Take one event; what is old enough leaves the reorder buffer.
+    pub fn push(&mut self, ev: Event) -> io::Result<()> {
+        if ev.pid > 0 && !ev.comm.is_empty() && !self.comms.contains_key(&ev.pid) {
+            self.comms.insert(ev.pid, ev.comm.clone());
+        }
+        let ts = ev.ts_ns;
+        self.newest = self.newest.max(ts);
+        self.seq += 1;
+        self.pending.push(Reverse(Pending { ts, seq: self.seq, ev }));
+        if self.pending.len() > MAX_PENDING {
+            self.begin_trace()?;
+            self.write_next(u64::MAX)?;
+        }
+        self.drain(self.newest.saturating_sub(REORDER_NS))
+    }
+
+    /// The time is `now_ns` (events' clock): write what is older than the
+    /// reorder window, even if no event came since.
+    pub fn advance(&mut self, now_ns: u64) -> io::Result<()> {
+        self.drain(now_ns.max(self.newest).saturating_sub(REORDER_NS))
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    /// Events waiting in the reorder buffer.
+    #[cfg(test)]
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Entries of the per-track and per-task state (tests: bounded by
+    /// tracks and tasks, not by events) and the packet buffer's capacity.
+    #[cfg(test)]
+    pub fn state_size(&self) -> (usize, usize) {
+        let n = self.open.len() + self.declared.len() + self.pids.len() + self.comms.len() + self.tasks.len();
+        (n, self.scratch.capacity())
+    }
+
+
+
+    /// End the trace at `end_ns`: everything still buffered is written
+    /// (times past the end moved to it), slices still open end there.
+    /// Returns the output, the summary and (bytes, packets) written.
+    pub fn finish(mut self, end_ns: u64) -> io::Result<(W, Summary, (u64, u64))> {
+        self.begin_trace()?;
+        let end = end_ns.max(self.last);
+        while !self.pending.is_empty() {
+            self.write_next(end)?;
+        }
+        let mut still_open: Vec<(u64, i32)> = self.open.iter().map(|(t, o)| (*t, o.rep)).collect();
+        still_open.sort_unstable();
+        for (track, rep) in still_open {
+            self.end(end, track, rep)?;
+        }
+        self.summary.tasks = self.pids.len();
+        self.out.flush()?;
+        Ok((self.out, self.summary, (self.bytes, self.packets)))
+    }
+
+    fn drain(&mut self, horizon: u64) -> io::Result<()> {
+        if self.pending.peek().is_none_or(|p| p.0.ts > horizon) {
+            return Ok(());
+        }
+        if !self.started {
+            // Wait for the status a while: it names objects fused before the trace.
+            if !self.status_given && horizon < self.start.saturating_add(STATUS_WAIT_NS) {
+                return Ok(());
+            }
+            self.begin_trace()?;
+        }
+        while self.pending.peek().is_some_and(|p| p.0.ts <= horizon) {
+            self.write_next(u64::MAX)?;
+        }
+        Ok(())
+    }
+
+    /// Once, before the first event is written: the objects fused when the
+    /// trace began, from the events buffered so far and the status.
+    fn begin_trace(&mut self) -> io::Result<()> {
+        if self.started {
+            return Ok(());
+        }
+        self.started = true;
+        let start = self.start;
+        let mut sorted: Vec<&Pending> = self.pending.iter().map(|r| &r.0).collect();
+        sorted.sort();
+        let sorted: Vec<Event> = sorted.into_iter().map(|p| p.ev.clone()).collect();
+        let refs: Vec<&Event> = sorted.iter().collect();
+        for (track, i) in fused_before(&refs) {
+            let ev = refs[i];
+            let name = if track == cpu_track(ev.cpu) {
+                fused_name(self.comm(ev.pid), ev.pid, level_of(ev))
+            } else if track == task_track(ev.pid) {
+                task_slice_name(ev)
+            } else {
+                lent_name(self.comm(ev.pid), ev.pid)
+            };
+            let args = vec![("fused", Value::Str("before the trace started".into())), ("cpus", Value::Str(cpu_text(&ev.cpus)))];
+            self.begin(start, track, ev.cpu, ev.pid, name, args)?;
+        }
+        // Fused with no event yet: from the status.
+        let reps_with_events: BTreeSet<i32> = refs.iter().filter(|ev| is_object(ev)).map(|ev| ev.cpu).collect();
+        for f in self.fused.take().unwrap_or_default() {
+            if f.rep < 0 || f.pid <= 0 || reps_with_events.contains(&f.rep) {
+                continue;
+            }
+            let ev = synthetic_fuse(&f);
+            let args = vec![("fused", Value::Str("before the trace started".into())), ("cpus", Value::Str(cpu_text(&f.cpus)))];
+            self.open_object(start, &ev, args)?;
+            self.pids.insert(f.pid);
+        }
+        Ok(())
+    }
+
+    /// Write the oldest buffered event, at a time no later than `cap`.
+    fn write_next(&mut self, cap: u64) -> io::Result<()> {
+        let Some(Reverse(p)) = self.pending.pop() else { return Ok(()) };
+        if p.ts < self.last && p.ts >= self.start {
+            self.summary.late += 1;
+        }
+        let ts = p.ts.max(self.last).min(cap.max(self.last));
+        self.last = ts;
+        self.event(ts, &p.ev)
+    }
+
+    fn comm(&self, pid: i32) -> &str {
+        self.comms
+            .get(&pid)
+            .map(String::as_str)
+            .or_else(|| self.tasks.get(&pid).map(|t| t.comm.trim()).filter(|c| !c.is_empty()))
+            .unwrap_or("?")
+    }
+
+    fn write(&mut self, p: &TracePacket) -> io::Result<()> {
+        self.scratch.clear();
+        p.write_to_vec(&mut self.scratch).map_err(io::Error::other)?;
+        // Field 1 (Trace.packet), wire type 2 (length-delimited): tag 0x0a,
+        // then the length as a varint.
+        let mut head = [0u8; 11];
+        head[0] = 0x0a;
+        let mut n = 1;
+        let mut len = self.scratch.len() as u64;
+        loop {
+            let byte = (len & 0x7f) as u8;
+            len >>= 7;
+            head[n] = if len == 0 { byte } else { byte | 0x80 };
+            n += 1;
+            if len == 0 {
+                break;
+            }
+        }
+        self.out.write_all(&head[..n])?;
+        self.out.write_all(&self.scratch)?;
+        self.bytes += (n + self.scratch.len()) as u64;
+        self.packets += 1;
+        Ok(())
+    }
+
+    fn declare_cpu(&mut self, ts: u64, cpu: i32) -> io::Result<()> {
+        if self.declared.insert(cpu_track(cpu)) {
+            self.write(&track_packet(ts, cpu_track_descriptor(cpu)))?;
+        }
+        Ok(())
+    }
+
+    /// Declare `track` (a CPU's, or task `pid`'s) if this is its first use.
+    fn declare(&mut self, ts: u64, track: u64, pid: i32) -> io::Result<()> {
+        if self.declared.contains(&track) {
+            return Ok(());
+        }
+        if track >> 32 == 1 {
+            return self.declare_cpu(ts, track as u32 as i32);
+        }
+        self.declared.insert(track);
+        let tgid = self.tasks.get(&pid).and_then(|t| t.tgid);
+        let desc = task_track_descriptor(pid, self.comm(pid), tgid);
+        self.write(&track_packet(ts, desc))
+    }
+
+    fn emit(&mut self, ts: u64, track: u64, pid: i32, what: What) -> io::Result<()> {
+        self.declare(ts, track, pid)?;
+        self.write(&event_packet(ts, track, what))
+    }
+
+    /// Start a slice, ending whatever was open on the track first.
+    fn begin(&mut self, ts: u64, track: u64, rep: i32, pid: i32, name: String, args: Args) -> io::Result<()> {
+        if self.open.remove(&track).is_some() {
+            self.emit(ts, track, pid, What::End)?;
+        }
+        self.open.insert(track, Open { rep });
+        self.summary.slices += 1;
+        self.emit(ts, track, pid, What::Begin(name, args))
+    }
+
+    /// End the slice of `rep`'s object on the track, if that is what is open.
+    fn end(&mut self, ts: u64, track: u64, rep: i32) -> io::Result<()> {
+        match self.open.get(&track) {
+            Some(o) if o.rep == rep => {
+                self.open.remove(&track);
+                // Open: declared already.
+                self.write(&event_packet(ts, track, What::End))
+            }
+            _ => {
+                self.summary.unmatched += 1;
+                Ok(())
+            }
+        }
+    }
+
+    fn instant(&mut self, ts: u64, track: u64, pid: i32, name: String, args: Args) -> io::Result<()> {
+        self.summary.instants += 1;
+        self.emit(ts, track, pid, What::Instant(name, args))
+    }
+
+    /// Open the slices of an object: on the representative, on each lent
+    /// CPU and on the owner's own track.
+    fn open_object(&mut self, ts: u64, ev: &Event, mut args: Args) -> io::Result<()> {
+        let level = level_of(ev);
+        let comm = self.comm(ev.pid).to_string();
+        self.begin(ts, cpu_track(ev.cpu), ev.cpu, ev.pid, fused_name(&comm, ev.pid, level), args.clone())?;
+        for c in lent_cpus(ev) {
+            self.begin(ts, cpu_track(c), ev.cpu, ev.pid, lent_name(&comm, ev.pid), args.clone())?;
+        }
+        if ev.pid > 0 {
+            args.retain(|(k, _)| *k != "representative");
+            self.begin(ts, task_track(ev.pid), ev.cpu, ev.pid, task_slice_name(ev), args)?;
+        }
+        Ok(())
+    }
+
+    /// One event, in time order, at `ts`.
+    fn event(&mut self, ts: u64, ev: &Event) -> io::Result<()> {
+        self.summary.events += 1;
         if ev.pid > 0 && !matches!(ev.kind, Kind::CpuOnline | Kind::CpuOffline | Kind::Unknown(_)) {
-            pids.insert(ev.pid);
+            self.pids.insert(ev.pid);
         }
         let task = task_track(ev.pid);
         match ev.kind {
@@ -348,15 +607,15 @@ pub fn build(events: &[Event], window: &Window, tasks: &BTreeMap<i32, TaskInfo>,
                 let mut args = object_args(ev);
                 args.push(("latency_ns", Value::Int(ev.latency_ns as i64)));
                 args.push(("superseded", Value::Bool(ev.superseded)));
-                open_object(&mut b, ts, ev, comm(ev.pid), args);
+                self.open_object(ts, ev, args)?;
             }
             Kind::Split if is_object(ev) => {
-                b.end(ts, cpu_track(ev.cpu), ev.cpu);
+                self.end(ts, cpu_track(ev.cpu), ev.cpu)?;
                 for c in lent_cpus(ev) {
-                    b.end(ts, cpu_track(c), ev.cpu);
+                    self.end(ts, cpu_track(c), ev.cpu)?;
                 }
                 if ev.pid > 0 {
-                    b.end(ts, task, ev.cpu);
+                    self.end(ts, task, ev.cpu)?;
                 }
                 let reason = split_reason(ev.reason);
                 let mut args = object_args(ev);
@@ -364,12 +623,12 @@ pub fn build(events: &[Event], window: &Window, tasks: &BTreeMap<i32, TaskInfo>,
                 args.push(("fused_ns", Value::Int(ev.run_ns as i64)));
                 args.push(("latency_ns", Value::Int(ev.latency_ns as i64)));
                 args.push(("superseded", Value::Bool(ev.superseded)));
-                let name = format!("split ({reason}): {} pid {}", comm(ev.pid), ev.pid);
-                b.instant(ts, cpu_track(ev.cpu), name, args);
+                let name = format!("split ({reason}): {} pid {}", self.comm(ev.pid), ev.pid);
+                self.instant(ts, cpu_track(ev.cpu), ev.pid, name, args)?;
             }
             Kind::CpuOnline | Kind::CpuOffline if ev.cpu >= 0 => {
                 let name = if ev.kind == Kind::CpuOnline { "cpu online" } else { "cpu offline" };
-                b.instant(ts, cpu_track(ev.cpu), name.into(), vec![]);
+                self.instant(ts, cpu_track(ev.cpu), 0, name.into(), vec![])?;
             }
             Kind::Demand | Kind::Wake | Kind::Sleep | Kind::TaskExit if ev.pid > 0 => {
                 let mut args = vec![("cpu", Value::Int(ev.cpu as i64)), ("cgroup_id", Value::Int(ev.cgroup_id as i64))];
@@ -383,38 +642,37 @@ pub fn build(events: &[Event], window: &Window, tasks: &BTreeMap<i32, TaskInfo>,
                     }
                     k => k.name().to_string(),
                 };
-                b.instant(ts, task, name, args);
+                self.instant(ts, task, ev.pid, name, args)?;
             }
             _ => {
-                b.summary.events -= 1;
-                b.summary.ignored += 1;
+                self.summary.events -= 1;
+                self.summary.ignored += 1;
             }
         }
+        Ok(())
     }
-    // Still fused when the window closed: ended there.
-    let still_open: Vec<u64> = b.open.keys().copied().collect();
-    for track in still_open {
-        let rep = b.open[&track].rep;
-        b.end(end, track, rep);
-    }
-    b.summary.tasks = pids.len();
-    b.items.sort_by_key(|it| it.ts); // stable: an end stays before the begin at its time
+}
 
-    let mut trace = Trace::new();
-    trace.packet.push(defaults_packet());
-    trace.packet.push(clock_packet(window));
-    trace.packet.push(track_packet(start, root_track()));
-    for &c in &cpus {
-        trace.packet.push(track_packet(start, cpu_track_descriptor(c)));
+/// The trace of `events`, taken over `window`, in memory (the tests' way
+/// in; the command streams with [`Writer`]). Events may come in any order;
+/// times outside the window are moved to its edge. `fused`: the objects
+/// fused when the window opened, as far as the agent's status knows; those
+/// with no event in the window were fused throughout.
+#[cfg(test)]
+pub fn build(events: &[Event], window: &Window, tasks: &BTreeMap<i32, TaskInfo>, fused: &[Fused]) -> (Trace, Summary) {
+    let (start, end) = (window.start_ns, window.end_ns.max(window.start_ns));
+    let mut w = Writer::new(Vec::new(), start, window.boottime_at_start_ns, window.nr_cpus).expect("writing to memory");
+    for (&pid, info) in tasks {
+        w.add_task(pid, info.clone());
     }
-    for &pid in &pids {
-        let info = tasks.get(&pid);
-        trace.packet.push(track_packet(start, task_track_descriptor(pid, comm(pid), info.and_then(|t| t.tgid))));
+    w.set_fused(fused.to_vec());
+    for ev in events {
+        let mut ev = ev.clone();
+        ev.ts_ns = ev.ts_ns.clamp(start, end);
+        w.push(ev).expect("writing to memory");
     }
-    for it in b.items {
-        trace.packet.push(event_packet(it));
-    }
-    (trace, b.summary)
+    let (bytes, summary, _) = w.finish(end).expect("writing to memory");
+    (Trace::parse_from_bytes(&bytes).expect("a trace we wrote parses"), summary)
 }
 
 fn packet() -> TracePacket {
@@ -435,11 +693,11 @@ fn defaults_packet() -> TracePacket {
     p
 }
 
-/// CLOCK and BOOTTIME read together at the window's start; CLOCK is the
+/// CLOCK and BOOTTIME read together at the trace's start; CLOCK is the
 /// trace's clock, so times show as taken.
-fn clock_packet(window: &Window) -> TracePacket {
+fn clock_packet(start_ns: u64, boottime_at_start_ns: u64) -> TracePacket {
     let mut snap = ClockSnapshot::new();
-    for (id, ts) in [(CLOCK, window.start_ns), (BuiltinClock::BUILTIN_CLOCK_BOOTTIME, window.boottime_at_start_ns)] {
+    for (id, ts) in [(CLOCK, start_ns), (BuiltinClock::BUILTIN_CLOCK_BOOTTIME, boottime_at_start_ns)] {
         let mut c = Clock::new();
         c.set_clock_id(id as u32);
         c.set_timestamp(ts);
@@ -504,11 +762,11 @@ fn annotation(name: &str, v: Value) -> DebugAnnotation {
     a
 }
 
-fn event_packet(it: Item) -> TracePacket {
+fn event_packet(ts: u64, track: u64, what: What) -> TracePacket {
     let mut e = TrackEvent::new();
-    e.set_track_uuid(it.track);
+    e.set_track_uuid(track);
     e.categories.push(CATEGORY.into());
-    let (kind, name, args) = match it.what {
+    let (kind, name, args) = match what {
         What::Begin(n, a) => (Type::TYPE_SLICE_BEGIN, Some(n), a),
         What::End => (Type::TYPE_SLICE_END, None, vec![]),
         What::Instant(n, a) => (Type::TYPE_INSTANT, Some(n), a),
@@ -518,7 +776,7 @@ fn event_packet(it: Item) -> TracePacket {
         e.set_name(n);
     }
     e.debug_annotations.extend(args.into_iter().map(|(k, v)| annotation(k, v)));
-    let mut p = timed_packet(it.ts);
+    let mut p = timed_packet(ts);
     // It relies on the state the first packet cleared (the default clock).
     p.set_sequence_flags(SequenceFlags::SEQ_NEEDS_INCREMENTAL_STATE as u32);
     p.set_track_event(e);

@@ -1,24 +1,29 @@
 //! Taking a trace (`scx_chameleon trace -d SECONDS -o FILE`): subscribe to
-//! the running agent's event stream for the window, then write what
-//! `trace::build` makes of it. The output file is prepared before the
+//! the running agent's event stream for the window and stream what comes
+//! through `trace::Writer` into a temporary file next to FILE (buffered,
+//! flushed each second and at the end, Ctrl-C included), so memory stays
+//! the same however long the trace. The output file is prepared before the
 //! window opens, so that a FILE we cannot write is refused at once, not
 //! after the wait; it replaces FILE only once complete.
 
 use chameleon::report::event::Event;
 use chameleon::report::metrics::clock_ns;
-use crate::trace::{self, Fused, Summary, TaskInfo, Window};
+use crate::trace::{self, Fused, Summary, TaskInfo, Window, Writer};
 use anyhow::{bail, Context, Result};
 use nix::time::ClockId;
-use protobuf::Message;
-use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 pub const MIN_SECONDS: u64 = 1;
-/// An hour: the events are kept in memory until the window closes.
+/// An hour. Memory does not depend on it (the trace streams to the file);
+/// the file grows with it, some tens of bytes an event.
 pub const MAX_SECONDS: u64 = 3600;
+/// How often what was written is flushed to the file.
+const FLUSH: Duration = Duration::from_secs(1);
+/// The file's write buffer.
+const WRITE_BUFFER: usize = 64 * 1024;
 
 /// How often the reader looks at the stop flag (Ctrl-C) while the stream is
 /// quiet, and at the status file until it has a fresh one.
@@ -38,7 +43,7 @@ pub fn parse_seconds(s: &str) -> Result<u64, String> {
 pub struct Output {
     path: PathBuf,
     tmp: PathBuf,
-    file: Option<std::fs::File>,
+    file: Option<BufWriter<std::fs::File>>,
 }
 
 impl Output {
@@ -59,13 +64,20 @@ impl Output {
             .create_new(true)
             .open(&tmp)
             .with_context(|| format!("-o {}: cannot write a file in {}", path.display(), dir.display()))?;
-        Ok(Output { path: path.to_path_buf(), tmp, file: Some(file) })
+        Ok(Output { path: path.to_path_buf(), tmp, file: Some(BufWriter::with_capacity(WRITE_BUFFER, file)) })
     }
 
+    /// Where the trace is streamed to (the temporary file, buffered).
+    pub fn stream(&mut self) -> &mut BufWriter<std::fs::File> {
+        self.file.as_mut().expect("not committed yet")
+    }
+
+    /// Write `data` after what was streamed, then put the file in place.
     pub fn commit(mut self, data: &[u8]) -> Result<()> {
-        let mut file = self.file.take().expect("committed once");
         let what = || format!("-o {}: writing {}", self.path.display(), self.tmp.display());
-        file.write_all(data).with_context(what)?;
+        let mut stream = self.file.take().expect("committed once");
+        stream.write_all(data).with_context(what)?;
+        let file = stream.into_inner().map_err(|e| e.into_error()).with_context(what)?;
         file.sync_all().with_context(what)?;
         drop(file);
         std::fs::rename(&self.tmp, &self.path)
@@ -92,19 +104,21 @@ fn task_info(pid: i32) -> TaskInfo {
     TaskInfo { comm, tgid }
 }
 
-/// What came through the stream during the window.
+/// How the recording went (the events themselves went to the file).
 #[derive(Debug, Default)]
 pub struct Recording {
-    pub events: Vec<Event>,
     pub window: Option<Window>,
-    pub tasks: BTreeMap<i32, TaskInfo>,
+    pub summary: Summary,
+    /// Bytes and packets written.
+    pub bytes: u64,
+    pub packets: u64,
     /// Lines that were not an event (a newer agent's schema): skipped.
     pub bad_lines: usize,
     /// Why the window closed before its time, if it did.
     pub cut_short: Option<String>,
-    /// The objects fused in the first status the agent wrote after the
-    /// window opened; None: it wrote none in the window.
-    pub fused: Option<Vec<Fused>>,
+    /// The agent wrote its status during the window (it names the objects
+    /// fused when the trace began).
+    pub status_seen: bool,
 }
 
 /// The agent's status, if it was written after `since` (the agent rewrites
@@ -119,9 +133,9 @@ fn fresh_status(path: &Path, since: SystemTime) -> Option<Vec<Fused>> {
     Some(trace::fused_from_status(&snap.cpus))
 }
 
-/// Subscribe and collect events for `seconds` (less if `stop` is set or
-/// the stream ends); `status`: the agent's status file.
-pub fn record(socket: &Path, status: &Path, seconds: u64, nr_cpus: u32, stop: &AtomicBool) -> Result<Recording> {
+/// Subscribe and stream the events for `seconds` (less if `stop` is set or
+/// the stream ends) into `out`; `status`: the agent's status file.
+pub fn record<W: Write>(socket: &Path, status: &Path, seconds: u64, nr_cpus: u32, stop: &AtomicBool, out: W) -> Result<Recording> {
     if !socket.exists() {
         bail!("no scx_chameleon agent is running ({} missing): nothing to trace", socket.display());
     }
@@ -130,14 +144,33 @@ pub fn record(socket: &Path, status: &Path, seconds: u64, nr_cpus: u32, stop: &A
     let boottime_at_start_ns = clock_ns(ClockId::CLOCK_BOOTTIME);
     let subscribed_at = SystemTime::now();
     let deadline = Instant::now() + Duration::from_secs(seconds);
+    let writing = || "writing the trace";
+    let mut w = Writer::new(out, start_ns, boottime_at_start_ns, nr_cpus).with_context(writing)?;
     let mut rec = Recording::default();
     let mut line = Vec::new();
     let mut status_checked = Instant::now();
+    let mut flushed = Instant::now();
+    // The status's objects' tasks are named from /proc like the events'.
+    let take_status = |w: &mut Writer<W>, fused: Vec<Fused>| {
+        for f in &fused {
+            if !w.knows_task(f.pid) {
+                w.add_task(f.pid, task_info(f.pid));
+            }
+        }
+        w.set_fused(fused);
+    };
     loop {
         // Never long away from the stream: a subscriber that lags is dropped.
-        if rec.fused.is_none() && status_checked.elapsed() >= POLL {
-            rec.fused = fresh_status(status, subscribed_at);
+        if !w.has_fused() && status_checked.elapsed() >= POLL {
+            if let Some(fused) = fresh_status(status, subscribed_at) {
+                take_status(&mut w, fused);
+            }
             status_checked = Instant::now();
+        }
+        if flushed.elapsed() >= FLUSH {
+            w.advance(clock_ns(ClockId::CLOCK_MONOTONIC)).with_context(writing)?;
+            w.flush().with_context(writing)?;
+            flushed = Instant::now();
         }
         if stop.load(Ordering::Relaxed) {
             rec.cut_short = Some("interrupted".into());
@@ -157,10 +190,10 @@ pub fn record(socket: &Path, status: &Path, seconds: u64, nr_cpus: u32, stop: &A
             Ok(_) if line.ends_with(b"\n") => {
                 match serde_json::from_slice::<Event>(&line) {
                     Ok(ev) => {
-                        if ev.pid > 0 && !rec.tasks.contains_key(&ev.pid) {
-                            rec.tasks.insert(ev.pid, task_info(ev.pid));
+                        if ev.pid > 0 && !w.knows_task(ev.pid) {
+                            w.add_task(ev.pid, task_info(ev.pid));
                         }
-                        rec.events.push(ev);
+                        w.push(ev).with_context(writing)?;
                     }
                     Err(_) => rec.bad_lines += 1,
                 }
@@ -176,33 +209,37 @@ pub fn record(socket: &Path, status: &Path, seconds: u64, nr_cpus: u32, stop: &A
         }
     }
     let end_ns = clock_ns(ClockId::CLOCK_MONOTONIC);
-    if rec.fused.is_none() {
-        rec.fused = fresh_status(status, subscribed_at);
+    if !w.has_fused() {
+        if let Some(fused) = fresh_status(status, subscribed_at) {
+            take_status(&mut w, fused);
+        }
     }
+    rec.status_seen = w.has_fused();
+    let (mut out, summary, (bytes, packets)) = w.finish(end_ns).with_context(writing)?;
+    out.flush().with_context(writing)?;
+    (rec.summary, rec.bytes, rec.packets) = (summary, bytes, packets);
     rec.window = Some(Window { start_ns, end_ns, boottime_at_start_ns, nr_cpus });
     Ok(rec)
 }
 
-/// The whole command: prepare FILE, record, convert, write. Returns the
-/// summary line.
+/// The whole command: prepare FILE, record into it, put it in place.
+/// Returns the summary line.
 pub fn run(socket: &Path, status: &Path, seconds: u64, out: &Path, nr_cpus: u32, stop: &AtomicBool) -> Result<String> {
-    let output = Output::create(out)?;
-    let mut rec = record(socket, status, seconds, nr_cpus, stop)?;
-    let window = rec.window.expect("record sets the window");
-    for f in rec.fused.iter().flatten() {
-        rec.tasks.entry(f.pid).or_insert_with(|| task_info(f.pid));
-    }
-    let (trace, s) = trace::build(&rec.events, &window, &rec.tasks, rec.fused.as_deref().unwrap_or_default());
-    let data = trace.write_to_bytes().context("encoding the trace")?;
-    output.commit(&data)?;
-    Ok(summary_line(out, &window, &s, data.len(), trace.packet.len(), &rec))
+    let mut output = Output::create(out)?;
+    let rec = record(socket, status, seconds, nr_cpus, stop, output.stream())?;
+    output.commit(&[])?;
+    Ok(summary_line(out, &rec))
 }
 
-fn summary_line(out: &Path, w: &Window, s: &Summary, bytes: usize, packets: usize, rec: &Recording) -> String {
-    let secs = (w.end_ns - w.start_ns) as f64 / 1e9;
+fn summary_line(out: &Path, rec: &Recording) -> String {
+    let w = rec.window.expect("record sets the window");
+    let s = &rec.summary;
     let mut line = format!(
-        "wrote {} ({bytes} bytes, {packets} packets): {secs:.1} s, {} events, {} tasks, {} slices, {} instants",
+        "wrote {} ({} bytes, {} packets): {}, {} events, {} tasks, {} slices, {} instants",
         out.display(),
+        rec.bytes,
+        rec.packets,
+        crate::top::names::fmt_ns(w.end_ns - w.start_ns),
         s.events,
         s.tasks,
         s.slices,
@@ -214,7 +251,10 @@ fn summary_line(out: &Path, w: &Window, s: &Summary, bytes: usize, packets: usiz
     if s.unmatched > 0 {
         line += &format!("; {} slice ends without their begin (events lost?)", s.unmatched);
     }
-    if rec.fused.is_none() {
+    if s.late > 0 {
+        line += &format!("; {} events reported too late for their place (moved up to the last time written)", s.late);
+    }
+    if !rec.status_seen {
         line += "; the agent's status was not rewritten during the window: an object fused throughout it (no event) is missing";
     }
     if let Some(why) = &rec.cut_short {

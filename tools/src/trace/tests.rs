@@ -5,6 +5,7 @@
 use super::*;
 use crate::trace::record::{parse_seconds, Output};
 use protobuf::Message;
+use std::collections::HashSet;
 
 const MS: u64 = 1_000_000;
 /// The window: 1 s to 2 s on the monotonic clock, 4 CPUs.
@@ -372,4 +373,154 @@ fn an_output_that_cannot_be_written_is_refused_naming_it() {
     let e = format!("{:#}", Output::create(&missing).err().unwrap());
     assert!(e.contains(&format!("-o {}", missing.display())) && e.contains("cannot write"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Read a trace file back packet by packet, the way `Trace` is encoded
+/// (field 1, length-delimited, repeated): each record must be a
+/// TracePacket; `each` sees them in file order.
+fn read_packets(path: &std::path::Path, mut each: impl FnMut(TracePacket)) -> usize {
+    let mut file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+    let mut is = protobuf::CodedInputStream::from_buf_read(&mut file);
+    let mut n = 0;
+    while let Some(tag) = is.read_raw_tag_or_eof().unwrap() {
+        assert_eq!(tag, 1 << 3 | 2, "a Trace holds only field 1, length-delimited (packet {n})");
+        each(is.read_message::<TracePacket>().unwrap());
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn a_long_stream_is_written_as_it_comes_in_bounded_memory() {
+    const N: u64 = 1_000_000;
+    const STEP: u64 = 50_000; // an event every 50 µs: 50 s of events
+    let dir = scratch("long");
+    let path = dir.join("long.pftrace");
+    let file = std::io::BufWriter::with_capacity(64 * 1024, std::fs::File::create(&path).unwrap());
+    let mut w = Writer::new(file, W.start_ns, W.boottime_at_start_ns, W.nr_cpus).unwrap();
+    w.set_fused(vec![]);
+    w.add_task(100, TaskInfo { comm: "spin".into(), tgid: Some(100) });
+    let (mut max_pending, mut max_state, mut max_scratch) = (0, 0, 0);
+    let mut size_half_way = 0;
+    let mut e = object(Kind::Fuse, 0, &[2, 3], 100);
+    for i in 0..N {
+        // Task 100's object fuses and splits every 100 events; task 200
+        // wakes and sleeps in between, each pair reported out of order.
+        let ts = W.start_ns + i * STEP;
+        e = match i % 100 {
+            0 => object(Kind::Fuse, 0, &[2, 3], 100),
+            50 => split(0, &[2, 3], 100, 0),
+            k if k % 2 == 1 => task(Kind::Sleep, 0, 1, 200, "seq"),
+            _ => {
+                e.kind = Kind::Wake;
+                e
+            }
+        };
+        e.ts_ns = if i % 100 > 50 && i % 2 == 1 { ts + STEP } else if i % 100 > 50 { ts - STEP } else { ts };
+        w.push(e.clone()).unwrap();
+        if i % 1000 == 0 {
+            let (state, scratch) = w.state_size();
+            (max_pending, max_state, max_scratch) = (max_pending.max(w.pending()), max_state.max(state), max_scratch.max(scratch));
+        }
+        if i == N / 2 {
+            size_half_way = std::fs::metadata(&path).unwrap().len();
+        }
+    }
+    let end = W.start_ns + N * STEP;
+    let (out, s, (bytes, packets)) = w.finish(end).unwrap();
+    drop(out);
+    // Bounded: the reorder buffer (REORDER_NS of events, at most
+    // MAX_PENDING), a packet's buffer, state per track and task.
+    assert!(max_pending <= MAX_PENDING && max_pending > 1000, "{max_pending}");
+    assert!(max_state <= 16, "per track and task, not per event: {max_state}");
+    assert!(max_scratch <= 1024, "one packet at a time: {max_scratch}");
+    // Written as it came: half the file was on disk half-way.
+    assert!(size_half_way > bytes / 3, "{size_half_way} of {bytes} bytes on disk half-way");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), bytes);
+    assert_eq!((s.events, s.unmatched, s.late, s.tasks), (N as usize, 0, 0, 2));
+    assert_eq!(s.slices, 3 * N as usize / 100);
+    // Read back as a Trace, one packet at a time: valid, in time order,
+    // slices paired per track, every track declared before its events.
+    let (mut last, mut declared, mut open) = (0, HashSet::new(), HashMap::new());
+    let (mut begins, mut ends) = (0, 0);
+    let n = read_packets(&path, |p| {
+        assert_eq!(p.trusted_packet_sequence_id(), SEQUENCE_ID);
+        if p.has_timestamp() {
+            assert!(p.timestamp() >= last, "time goes back at {}", p.timestamp());
+            last = p.timestamp();
+        }
+        if p.has_track_descriptor() {
+            assert!(declared.insert(p.track_descriptor().uuid()), "declared twice");
+        }
+        if p.has_track_event() {
+            let e = p.track_event();
+            assert!(declared.contains(&e.track_uuid()), "event before its track");
+            match e.type_() {
+                Type::TYPE_SLICE_BEGIN => {
+                    begins += 1;
+                    assert!(open.insert(e.track_uuid(), ()).is_none(), "nested");
+                }
+                Type::TYPE_SLICE_END => {
+                    ends += 1;
+                    assert!(open.remove(&e.track_uuid()).is_some(), "end without begin");
+                }
+                _ => {}
+            }
+        }
+    });
+    assert_eq!(n as u64, packets);
+    assert_eq!((begins, ends), (s.slices, s.slices));
+    assert!(open.is_empty());
+    assert!(last >= W.start_ns + (N - 2) * STEP, "to the last event: {last}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_first_events_wait_for_the_status_a_while() {
+    // No status: the events wait in the buffer up to STATUS_WAIT_NS past
+    // the start, then go without it.
+    let mut w = Writer::new(Vec::new(), W.start_ns, W.boottime_at_start_ns, 4).unwrap();
+    w.push(task(Kind::Wake, 1100, 0, 100, "spin")).unwrap();
+    w.advance(W.start_ns + STATUS_WAIT_NS - 1).unwrap();
+    assert_eq!(w.pending(), 1, "waits for the status");
+    // It comes: task 100 was fused on 2,3 with no event yet.
+    w.set_fused(vec![Fused { rep: 2, pid: 100, cpus: vec![2, 3] }]);
+    w.advance(W.start_ns + STATUS_WAIT_NS).unwrap();
+    assert_eq!(w.pending(), 0);
+    let (bytes, s, _) = w.finish(W.end_ns).unwrap();
+    let t = Trace::parse_from_bytes(&bytes).unwrap();
+    assert_eq!(slices(&t)["cpu 2"], vec![(W.start_ns, W.end_ns, "fused: spin pid 100 level 1".into())]);
+    assert_eq!((s.slices, s.instants), (3, 1));
+    // Never: after STATUS_WAIT_NS the events go, and a late status is not used.
+    let mut w = Writer::new(Vec::new(), W.start_ns, W.boottime_at_start_ns, 4).unwrap();
+    w.push(task(Kind::Wake, 1100, 0, 100, "spin")).unwrap();
+    w.advance(W.start_ns + STATUS_WAIT_NS + REORDER_NS - 1).unwrap();
+    assert_eq!(w.pending(), 1, "the wait is for what leaves the reorder buffer");
+    w.advance(W.start_ns + STATUS_WAIT_NS + REORDER_NS).unwrap();
+    assert_eq!(w.pending(), 0);
+    w.set_fused(vec![Fused { rep: 2, pid: 100, cpus: vec![2, 3] }]);
+    let (_, s, _) = w.finish(W.end_ns).unwrap();
+    assert_eq!((s.slices, s.instants), (0, 1));
+}
+
+#[test]
+fn the_stream_parses_as_one_trace_and_late_events_move_up() {
+    // Two events written before a third, reported after the reorder window
+    // and stamped before them: it is moved up to the last time written.
+    let mut w = Writer::new(Vec::new(), W.start_ns, W.boottime_at_start_ns, 2).unwrap();
+    assert!(!w.has_fused());
+    w.set_fused(vec![]);
+    w.push(task(Kind::Wake, 1100, 0, 100, "spin")).unwrap();
+    w.push(task(Kind::Sleep, 1100 + REORDER_NS / MS + 10, 0, 100, "spin")).unwrap();
+    assert_eq!(w.pending(), 1, "the first left the buffer");
+    assert!(w.has_fused(), "the status stays seen once the trace began");
+    w.push(task(Kind::Wake, 1050, 0, 100, "spin")).unwrap();
+    w.advance(W.start_ns + 10 * REORDER_NS).unwrap();
+    assert_eq!(w.pending(), 0, "a quiet stream drains with time");
+    let (bytes, s, (len, packets)) = w.finish(W.start_ns + 20 * REORDER_NS).unwrap();
+    assert_eq!((bytes.len() as u64, s.late, s.instants), (len, 1, 3));
+    let t = Trace::parse_from_bytes(&bytes).unwrap();
+    assert_eq!(t.packet.len() as u64, packets);
+    let times: Vec<u64> = events_of(&t).iter().map(|e| e.0 / MS).collect();
+    assert_eq!(times, vec![1100, 1100, 1100 + REORDER_NS / MS + 10]);
 }

@@ -8,9 +8,10 @@ fn empty_file_or_no_table_is_the_defaults() {
 
 #[test]
 fn keys_are_set_and_others_keep_their_default() {
-    let k = parse("# mine\n[keys]\nquit = \"x\"\nview = \"n\"\nhistory = \"H\"\n").unwrap();
-    assert_eq!((k.quit, k.view, k.history), ('x', 'n', 'H'));
+    let k = parse("# mine\n[keys]\nquit = \"x\"\nview = \"n\"\nhistory = \"H\"\ncgroups = \"g\"\n").unwrap();
+    assert_eq!((k.quit, k.view, k.history, k.cgroups), ('x', 'n', 'H', 'g'));
     assert_eq!((k.pause, k.help, k.filter), ('p', '?', '/'));
+    assert_eq!(parse("[keys]\nquit = \"c\"\n").unwrap_err(), "line 2: keys.quit: 'c' is also the key of cgroups (its default)");
 }
 
 #[test]

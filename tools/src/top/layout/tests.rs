@@ -34,6 +34,7 @@ fn node_rows_count_each_state_and_the_objects() {
     let r = &rows[0];
     assert_eq!((r.rep, r.lent, r.native, r.idle, r.offline, r.objects), (1, 1, 1, 1, 0, 1));
     assert_eq!(r.strip, "RLn.");
+    assert_eq!(r.owners, vec![(7, 1)]);
     let r = &rows[1];
     assert_eq!((r.rep, r.lent, r.native, r.idle, r.offline, r.objects), (0, 0, 1, 2, 1, 0));
     assert_eq!(r.strip, "nx..");
@@ -43,15 +44,16 @@ fn node_rows_count_each_state_and_the_objects() {
 #[test]
 fn the_grid_wraps_between_cells_never_inside_one() {
     let s = snap();
-    let lines = cpu_lines(Some(&s), View::Grid, 30);
+    let names = Names::default();
+    let lines = cpu_lines(Some(&s), View::Grid, 30, &names);
     assert!(lines.len() >= 3, "{lines:?}");
     for l in &lines {
         assert!(l.width() <= 30, "{l:?}");
     }
     let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
     assert!(text.concat().contains(" 1:lent>0 "), "{text:?}");
-    assert_eq!(cpu_lines(Some(&s), View::Grid, 500).len(), 1);
-    assert_eq!(cpu_lines(Some(&s), View::Nodes, 30).len(), 3);
+    assert_eq!(cpu_lines(Some(&s), View::Grid, 500, &names).len(), 1);
+    assert_eq!(cpu_lines(Some(&s), View::Nodes, 30, &names).len(), 3);
 }
 
 #[test]
