@@ -22,6 +22,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
+/// The tracing target of the agent's decisions, one debug line each:
+/// `assign pid=… cpus=… gen=… tax=… ts_ns=…`, `unassign pid=… ts_ns=…`,
+/// `rebalanced changes=… after_us=…`, `untagged load=…`, `autotax pid=…`.
+/// Off unless asked (`--log-level info,decisions=debug`): the VM tests and
+/// benches read them from the log; an agent in service does not pay for
+/// formatting a line per rotation.
+pub const DECISIONS: &str = "decisions";
+
 pub const RECONCILE_EVERY: Duration = Duration::from_secs(1);
 /// The node manager decides incrementally; this often a full recompute
 /// checks that it still decides the same (and corrects it if not).
@@ -60,6 +68,10 @@ pub struct Assigner {
     tags: HashMap<u64, Props>,
     /// Tagged tasks alive: pid -> their cgroup's properties, object level, cgroup id.
     requesters: HashMap<i32, (Props, u32, u64)>,
+    /// The CPU each requester's last event came from: where it waits, for
+    /// the rotation to make a representative nearby (no /proc read per
+    /// waiter per rotation on the loop).
+    seen_on: HashMap<i32, usize>,
     /// Tagged tasks asleep, since when; and those whose object was released for it.
     asleep: HashMap<i32, Instant>,
     dormant: HashSet<i32>,
@@ -158,6 +170,7 @@ impl Assigner {
             manager,
             tags,
             requesters: HashMap::new(),
+            seen_on: HashMap::new(),
             asleep: HashMap::new(),
             dormant: HashSet::new(),
             last_reconcile: Instant::now(),
@@ -264,7 +277,7 @@ impl Assigner {
             match &ch.object {
                 Some(o) => {
                     let value = self.value(ch.pid, o);
-                    crate::out!(
+                    debug!(target: DECISIONS, 
                         "assign pid={} cpus={:?} gen={} tax={}.{:02} ts_ns={}",
                         ch.pid,
                         o.cpus,
@@ -283,7 +296,7 @@ impl Assigner {
                     }
                 }
                 None => {
-                    crate::out!("unassign pid={} ts_ns={}", ch.pid, monotonic_ns());
+                    debug!(target: DECISIONS, "unassign pid={} ts_ns={}", ch.pid, monotonic_ns());
                     if let Err(e) = Self::withdraw_assignment(map, ch.pid) {
                         warn!("withdrawing the object of pid {}: {e}", ch.pid);
                     }
@@ -291,7 +304,7 @@ impl Assigner {
             }
         }
         if let Some(t) = cause_ns {
-            crate::out!("rebalanced changes={} after_us={}", changes.len(), monotonic_ns().saturating_sub(t) / 1000);
+            debug!(target: DECISIONS, "rebalanced changes={} after_us={}", changes.len(), monotonic_ns().saturating_sub(t) / 1000);
         }
     }
 
@@ -343,6 +356,11 @@ impl Assigner {
     }
 
     pub fn handle(&mut self, ev: &Event, map: &dyn MapCore, tags: &dyn MapCore, cg_weights: &dyn MapCore) {
+        if let Ok(cpu) = usize::try_from(ev.cpu) {
+            if matches!(ev.kind, Kind::Demand) || self.requesters.contains_key(&ev.pid) {
+                self.seen_on.insert(ev.pid, cpu);
+            }
+        }
         let changes = match ev.kind {
             // ev.level is the object level BPF derived from the tag and SMT class.
             Kind::Demand => match self.tag_of(ev.cgroup_id, tags) {
@@ -418,6 +436,7 @@ impl Assigner {
         self.asleep.remove(&pid);
         self.dormant.remove(&pid);
         self.auto.remove(&pid);
+        self.seen_on.remove(&pid);
         if self.requesters.remove(&pid).is_none() {
             return Vec::new();
         }
@@ -490,6 +509,7 @@ impl Assigner {
             .collect();
         for pid in &gone {
             self.requesters.remove(pid);
+            self.seen_on.remove(pid);
             self.asleep.remove(pid);
             self.dormant.remove(pid);
             self.auto.remove(pid);
@@ -513,7 +533,7 @@ impl Assigner {
             let (apply, next) = untagged_step(self.manager.untagged_load(), seen, self.untagged_next);
             self.untagged_next = next;
             if let Some(n) = apply {
-                crate::out!("untagged load={n}: runnable untagged tasks");
+                debug!(target: DECISIONS, "untagged load={n}: runnable untagged tasks");
                 changes.extend(self.manager.set_untagged_load(n));
             }
         }
@@ -558,7 +578,7 @@ impl Assigner {
                 .requesters
                 .keys()
                 .filter(|&&pid| self.manager.object(pid).is_none())
-                .filter_map(|&pid| Some((pid, crate::nodes::affinity::cpu_of(pid)?)))
+                .filter_map(|&pid| Some((pid, *self.seen_on.get(&pid)?)))
                 .collect();
             self.manager.rotate_at(|cgid| Self::runnable_of(cg_weights, cgid), waiting)
         } else {
@@ -585,7 +605,7 @@ impl Assigner {
             let (sample, changed) = at.probe.sample(monotonic_ns(), fused);
             if changed {
                 at.ctl.reset_samples();
-                crate::out!("autotax pid={pid} source={}", at.probe.source().name());
+                debug!(target: DECISIONS, "autotax pid={pid} source={}", at.probe.source().name());
             }
             if let Some(s) = sample {
                 debug!(
@@ -611,7 +631,7 @@ impl Assigner {
             if let Some(kind) = explore {
                 // Once it has its first ratios there is one every 3 s: debug.
                 if at.ctl.pairs() < crate::nodes::auto_tax::MIN_PAIRS {
-                    crate::out!("autotax pid={pid} explore={kind}");
+                    debug!(target: DECISIONS, "autotax pid={pid} explore={kind}");
                 } else {
                     debug!("autotax pid={pid} explore={kind}");
                 }
@@ -621,7 +641,7 @@ impl Assigner {
             if at.shown != shown {
                 at.shown = shown;
                 let speedup = at.ctl.speedup().map_or("-".into(), |s| format!("{s:.2}"));
-                crate::out!("autotax pid={pid} speedup={speedup} tax={}", tax_text(tax));
+                debug!(target: DECISIONS, "autotax pid={pid} speedup={speedup} tax={}", tax_text(tax));
             }
             if now == was {
                 continue;

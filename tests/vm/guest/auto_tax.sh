@@ -59,27 +59,27 @@ scx_chameleon tag auto --tax 0 >/tmp/bad 2>&1 && fail "tax 0 accepted"
 grep -q 'tax "0": expected a number from 0.01 to 100 with at most two decimals, or auto' /tmp/bad ||
 	fail "tax 0 refused without naming the field: $(cat /tmp/bad)"
 # The controller's samples (debug) in the log, for when it fails.
-start_agent --emulate high --log-level info,chameleon::assign=debug
+start_agent --emulate high --log-level info,chameleon::agent::assign=debug,decisions=debug
 grep -q "processor proxies on" "$AGENT_LOG" || fail "the policy did not bind the module's kfuncs"
 
 # last_tax PID: the last tax the agent printed for PID, in hundredths.
 last_tax() {
-	sed -n "s/^autotax pid=$1 speedup=[^ ]* tax=\([0-9]*\)\.\([0-9]*\)$/\1\2/p" "$AGENT_LOG" | tail -n 1 | sed 's/^0*\(.\)/\1/'
+	sed -n "s/.*DEBUG autotax pid=$1 speedup=[^ ]* tax=\([0-9]*\)\.\([0-9]*\)$/\1\2/p" "$AGENT_LOG" | tail -n 1 | sed 's/^0*\(.\)/\1/'
 }
 last_speedup() {
-	sed -n "s/^autotax pid=$1 speedup=\([^ ]*\) .*/\1/p" "$AGENT_LOG" | tail -n 1
+	sed -n "s/.*DEBUG autotax pid=$1 speedup=\([^ ]*\) .*/\1/p" "$AGENT_LOG" | tail -n 1
 }
 
 taskset 0x1 progress -g /sys/fs/cgroup/gain spin $LONG >/tmp/a.out &
 a=$!
 ta=$(now_ms)
-wait_log "^assign pid=$a " 10000 "A (pid $a) got no object"
+wait_log "DEBUG assign pid=$a " 10000 "A (pid $a) got no object"
 taskset 0x10 progress -g /sys/fs/cgroup/auto sleep $LONG >/tmp/b.out &
 b=$!
 tb=$(now_ms)
-wait_log "^assign pid=$b " 10000 "B (pid $b) got no object"
-ok "A pid $a: $(grep "^assign pid=$a " "$AGENT_LOG" | tail -n 1); B pid $b: $(grep "^assign pid=$b " "$AGENT_LOG" | tail -n 1)"
-grep -q "^assign pid=$a cpus=\[0, 1, 2, 3\]" "$AGENT_LOG" && grep -q "^assign pid=$b cpus=\[4, 5\]" "$AGENT_LOG" ||
+wait_log "DEBUG assign pid=$b " 10000 "B (pid $b) got no object"
+ok "A pid $a: $(grep "DEBUG assign pid=$a " "$AGENT_LOG" | tail -n 1); B pid $b: $(grep "DEBUG assign pid=$b " "$AGENT_LOG" | tail -n 1)"
+grep -q "DEBUG assign pid=$a cpus=\[0, 1, 2, 3\]" "$AGENT_LOG" && grep -q "DEBUG assign pid=$b cpus=\[4, 5\]" "$AGENT_LOG" ||
 	fail "A (on CPU 0) and B (on CPU 4) did not get {0-3} and {4,5}"
 
 # samples PID: the controller's samples of PID, one line each: CPU time and
@@ -99,9 +99,9 @@ pairs() {
 # afail MSG: fail with both tasks' controllers in the output (CI keeps only
 # that, not the agent's log).
 afail() {
-	echo "   A's autotax lines: $(grep "^autotax pid=$a " "$AGENT_LOG" | sed "s/^autotax pid=$a //" | tr '\n' '|')"
+	echo "   A's autotax lines: $(grep "DEBUG autotax pid=$a " "$AGENT_LOG" | sed "s/.*DEBUG autotax pid=$a //" | tr '\n' '|')"
 	echo "   A's paired ratios: $(pairs $a)"
-	echo "   B's autotax lines: $(grep "^autotax pid=$b " "$AGENT_LOG" | sed "s/^autotax pid=$b //" | tr '\n' '|')"
+	echo "   B's autotax lines: $(grep "DEBUG autotax pid=$b " "$AGENT_LOG" | sed "s/.*DEBUG autotax pid=$b //" | tr '\n' '|')"
 	echo "   B's paired ratios: $(pairs $b)"
 	fail "$@"
 }
@@ -109,21 +109,21 @@ afail() {
 # B: 50 or more (by N + 10 s of its start, a wait, not the bound).
 until [ "$(last_tax $b)" -ge 5000 ] 2>/dev/null; do
 	[ $(( $(now_ms) - tb )) -lt $(( (N + 10) * 1000 )) ] ||
-		afail "B's tax is $(last_tax $b) after $(( N + 10 )) s: $(grep "^autotax pid=$b " "$AGENT_LOG" | tr '\n' '|')"
+		afail "B's tax is $(last_tax $b) after $(( N + 10 )) s: $(grep "DEBUG autotax pid=$b " "$AGENT_LOG" | tr '\n' '|')"
 	usleep 100000
 done
 took=$(( $(now_ms) - tb ))
 ok "B: tax $(last_tax $b) (hundredths) $took ms after its start, speed-up $(last_speedup $b)"
-grep "^autotax pid=$b " "$AGENT_LOG" | sed 's/^/   /'
+grep "DEBUG autotax pid=$b " "$AGENT_LOG" | sed 's/^/   /'
 echo "   B's paired ratios: $(pairs $b)"
 echo "   B's first 50 samples:"
 samples $b | head -n 50
-grep -q "^autotax pid=$b explore=native" "$AGENT_LOG" || afail "B was never withdrawn for native samples"
-grep -q "^autotax pid=$b source=file" "$AGENT_LOG" || afail "B's progress did not come from its counter file"
+grep -q "DEBUG autotax pid=$b explore=native" "$AGENT_LOG" || afail "B was never withdrawn for native samples"
+grep -q "DEBUG autotax pid=$b source=file" "$AGENT_LOG" || afail "B's progress did not come from its counter file"
 
 # A: measured for N s past its start and then 10 s more.
 while [ $(( $(now_ms) - ta )) -lt $(( (N + 10) * 1000 )) ]; do usleep 200000; done
-grep "^autotax pid=$a " "$AGENT_LOG" | sed 's/^/   /'
+grep "DEBUG autotax pid=$a " "$AGENT_LOG" | sed 's/^/   /'
 echo "   A's paired ratios: $(pairs $a)"
 echo "   A's first 50 samples:"
 samples $a | head -n 50
@@ -131,7 +131,7 @@ sa=$(last_speedup $a)
 [ "$sa" != - ] && [ -n "$sa" ] || afail "A's speed-up was never measured"
 # worst_a: A's highest tax so far, hundredths.
 worst_a() {
-	sed -n "s/^autotax pid=$a speedup=[^ ]* tax=\([0-9]*\)\.\([0-9]*\)$/\1\2/p" "$AGENT_LOG" | sed 's/^0*\(.\)/\1/' | sort -n | tail -n 1
+	sed -n "s/.*DEBUG autotax pid=$a speedup=[^ ]* tax=\([0-9]*\)\.\([0-9]*\)$/\1\2/p" "$AGENT_LOG" | sed 's/^0*\(.\)/\1/' | sort -n | tail -n 1
 }
 ok "A: tax $(last_tax $a) now, at most $(worst_a) since its start (hundredths), speed-up $sa"
 [ "$(worst_a)" -le 100 ] || afail "A's tax went up to $(worst_a) hundredths (above 1.00)"

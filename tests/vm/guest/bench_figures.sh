@@ -128,18 +128,20 @@ fig5() {
 }
 
 # alloc_from_log T0_NS PIDS_FILE: every object the agent published for the
-# tasks in PIDS_FILE ("pid name" lines), from its log ("assign pid=P
-# cpus=[..] ... ts_ns=T", "unassign pid=P ts_ns=T"), as "t_ms,name,size"
+# tasks in PIDS_FILE ("pid name" lines), from its log (debug lines of its
+# decisions: "assign pid=P cpus=[..] ... ts_ns=T", "unassign pid=P
+# ts_ns=T"), as "t_ms,name,size"
 # (size 0: no object), t from T0_NS (now_ns). Polling `status` from the
 # shell was too slow under TCG (two samples in 10 s).
 alloc_from_log() {
 	awk -v t0="$1" 'NR == FNR { name[$1] = $2; next }
-		/^(assign|unassign) pid=/ {
-			split($2, kv, "="); pid = kv[2]
+		/DEBUG (assign|unassign) pid=/ {
+			l = $0; sub(/.*DEBUG /, "", l); split(l, f, " ")
+			split(f[2], kv, "="); pid = kv[2]
 			if (!(pid in name)) next
 			ts = $NF; sub(/^ts_ns=/, "", ts)
 			size = 0
-			if ($1 == "assign") { c = $0; sub(/.*cpus=\[/, "", c); sub(/\].*/, "", c); size = split(c, x, ",") }
+			if (f[1] == "assign") { c = l; sub(/.*cpus=\[/, "", c); sub(/\].*/, "", c); size = split(c, x, ",") }
 			printf "%d,%s,%d\n", (ts - t0) / 1000000, name[pid], size }' "$2" "$AGENT_LOG"
 }
 
@@ -173,7 +175,7 @@ fig6() {
 		alloc_from_log "$t0" /tmp/pids >/tmp/alloc
 		# For the record (the VM log): what the agent did for these tasks.
 		pids=$(cut -d' ' -f1 /tmp/pids | tr '\n' '|')
-		grep -E "^(assign|unassign|rebalanced)|^event +(demand|sleep|wake|task_exit) .*pid=(${pids%|}) " "$AGENT_LOG" |
+		grep -E "DEBUG (assign|unassign|rebalanced)|^event +(demand|sleep|wake|task_exit) .*pid=(${pids%|}) " "$AGENT_LOG" |
 			sed "s/^/fig6 $case: /" | head -n 200
 		i=1
 		while [ $i -le "$n" ]; do
@@ -230,7 +232,7 @@ fig7() {
 			for s in $seqs; do fp=$((fp + $(fused_pct $s))); done
 			fp=$((fp / nseq))
 			echo "fig7 $binding tax $tax: split reasons: $(grep -E '^event +split ' "$AGENT_LOG" | sed 's/.*reason=\([a-z]*\).*/\1/' | sort | uniq -c | tr '\n' ' ')"
-			csv "$binding,$tax,$ss,$ps,$sw,$pw,$base,$fp,$(count_events fuse),$(grep -c '^assign ' "$AGENT_LOG")"
+			csv "$binding,$tax,$ss,$ps,$sw,$pw,$base,$fp,$(count_events fuse),$(grep -c 'DEBUG assign ' "$AGENT_LOG")"
 		done
 	done
 }

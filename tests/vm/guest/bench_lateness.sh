@@ -3,11 +3,14 @@
 # share rotation every 30 ms with three level-1 spinners on 4 CPUs (pairs
 # for two, so one moves each period), in two cases, for each agent build
 # given (AGENTS, default scx_chameleon; chameleon-base: another build, by
-# --with), interleaved ROUNDS times in this one boot:
+# --with), interleaved ROUNDS times in this one boot (CASES, default "idle
+# load"; "rules", "clients" and "parks" are the load's parts alone):
 #  idle  nothing else;
 #  load  a rules file matching on comm and uid (every process of every
 #        cgroup read each second) over NR_CG cgroups of PER sleeping
-#        processes each (sleepers), CLIENTS control clients trickling
+#        processes each (sleepers, uid 0: the rule, for uid 1000, reads
+#        them all and tags none; tagged, 10,000 sleepers would each be a
+#        requester the rotation serves in turn, a cost of their own), CLIENTS control clients trickling
 #        status requests a byte every 40 ms (trickle), and the module
 #        parking and unparking CPU 3 (hold-off 100 ms, so it goes offline
 #        and back each time).
@@ -27,6 +30,17 @@ rounds=${1:-2} window=${2:-10} nr_cg=${3:-2000} per=${4:-5} clients=${5:-10}
 agents=${AGENTS:-scx_chameleon}
 RULES=/tmp/lateness.rules
 SOCK=/run/scx_chameleon/control.sock
+
+# Per agent thread: "COMM USER+SYS_MS" so far (threads of one name summed).
+agent_threads() {
+	awk '{ c = $0; sub(/^[^(]*\(/, "", c); sub(/\).*/, "", c); gsub(/ /, "_", c)
+		sub(/.*\) /, ""); t[c] += ($12 + $13) * 10 } END { for (c in t) print c, t[c] }' /proc/$AGENT_PID/task/*/stat 2>/dev/null
+}
+
+# "COMM=MS ..." of the window, threads with any CPU time in it.
+threads_delta() {
+	awk 'NR == FNR { a[$1] = $2; next } { d = $2 - a[$1]; if (d > 0) printf "%s=%d ", $1, d }' "$1" "$2"
+}
 
 agent_ms() {
 	awk '{ sub(/.*\) /, ""); t += $12 + $13 } END { print t * 10 }' /proc/$AGENT_PID/task/*/stat 2>/dev/null || echo 0
@@ -62,7 +76,7 @@ gaps() {
 cat >$RULES <<'RULES'
 [[rule]]
 name = "sleepers"
-match = { comm = "latwork", uid = 0 }
+match = { comm = "latwork", uid = 1000 }
 level = 1
 RULES
 
@@ -78,7 +92,7 @@ ok "$(cat /tmp/sleepers.out) in $nr_cg cgroups after $(( $(now_ms) - t )) ms; $(
 
 one() {
 	r=$1 agent=$2 case=$3
-	if [ "$case" = load ]; then
+	if [ "$case" = load ] || [ "$case" = rules ]; then
 		AGENT_BIN=$agent start_agent --share-period-ms 30 --rules $RULES >/dev/null
 	else
 		AGENT_BIN=$agent start_agent --share-period-ms 30 >/dev/null
@@ -92,13 +106,15 @@ one() {
 		spin -g $CG/bl_$g $(( window + 60 )) >/dev/null &
 		pids="$pids $!"
 	done
-	if [ "$case" = load ]; then
+	if [ "$case" = load ] || [ "$case" = clients ]; then
 		i=0
 		while [ $i -lt "$clients" ]; do
 			trickle $SOCK 40 &
 			helpers="$helpers $!"
 			i=$(( i + 1 ))
 		done
+	fi
+	if [ "$case" = load ] || [ "$case" = parks ]; then
 		( while :; do
 			scx_chameleon park 3 --holdoff-ms 100 >/dev/null 2>&1
 			sleep 1
@@ -111,15 +127,17 @@ one() {
 	sleep 3
 	hist >/tmp/h0
 	a0=$(agent_ms)
+	agent_threads >/tmp/t0
 	l0=$(wc -l <"$AGENT_LOG")
 	sleep "$window"
 	l1=$(wc -l <"$AGENT_LOG")
 	a1=$(agent_ms)
+	agent_threads >/tmp/t1
 	hist >/tmp/h1
-	for p in $helpers; do kill $p 2>/dev/null; done
-	wait $helpers 2>/dev/null
+	# (Not a bare `wait`: it would wait for the sleepers too.)
+	for p in $helpers; do kill $p 2>/dev/null; wait $p 2>/dev/null; done
 	scx_chameleon unpark 3 >/dev/null 2>&1
-	echo "lateness round=$r agent=$agent case=$case $(gaps $l0 $l1) hist_p99_us=$(hist_p99 /tmp/h0 /tmp/h1) agent_ms=$(( a1 - a0 ))"
+	echo "lateness round=$r agent=$agent case=$case $(gaps $l0 $l1) hist_p99_us=$(hist_p99 /tmp/h0 /tmp/h1) agent_ms=$(( a1 - a0 )) threads_ms=$(threads_delta /tmp/t0 /tmp/t1 | tr ' ' ',')"
 	end_tasks $pids
 	stop_agent
 	for g in a b c; do rmdir $CG/bl_$g 2>/dev/null; done
@@ -129,7 +147,7 @@ one() {
 r=1
 while [ $r -le "$rounds" ]; do
 	for agent in $agents; do
-		for case in idle load; do
+		for case in ${CASES:-idle load}; do
 			one $r $agent $case
 		done
 	done

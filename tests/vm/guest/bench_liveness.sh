@@ -85,10 +85,10 @@ while [ $r -lt "$rounds" ]; do
 	[ -n "$ts" ] || fail "fuse event without ts_ns"
 	echo $(( (ts - c0) / 1000 )) >>/tmp/b.tag
 	[ "$ts" -le "$t1" ] && echo "$r" >>/tmp/b.tag_early
-	u=$(grep -c "^unassign pid=$a " "$AGENT_LOG")
+	u=$(grep -c "DEBUG unassign pid=$a " "$AGENT_LOG")
 	scx_chameleon untag seq >/dev/null || fail "untag"
 	t0=$(now_ms)
-	until [ "$(grep -c "^unassign pid=$a " "$AGENT_LOG")" -gt "$u" ]; do
+	until [ "$(grep -c "DEBUG unassign pid=$a " "$AGENT_LOG")" -gt "$u" ]; do
 		[ $(( $(now_ms) - t0 )) -lt 30000 ] || fail "no unassign 30 s after untag round $r"
 		usleep 20000
 	done
@@ -120,8 +120,8 @@ while [ $r -lt "$rounds" ]; do
 		usleep 50000
 	done
 	us_since "$k0" >>/tmp/b.nm.shell
-	wait_log "^unassign pid=$big " 30000 "no unassign of $big"
-	line=$(grep -A20 "^unassign pid=$big " "$AGENT_LOG" | grep -m1 '^rebalanced ')
+	wait_log "DEBUG unassign pid=$big " 30000 "no unassign of $big"
+	line=$(grep -A20 "DEBUG unassign pid=$big " "$AGENT_LOG" | grep -m1 'DEBUG rebalanced ')
 	[ -n "$line" ] || fail "no rebalance line after pid $big's exit"
 	echo "${line##*after_us=}" >>/tmp/b.nm.agent
 	kill $rest

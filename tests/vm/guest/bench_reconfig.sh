@@ -52,8 +52,8 @@ fuse_phase() {
 	spin -g /sys/fs/cgroup/seq "$secs" >/dev/null &
 	a=$!
 	wait $a $b
-	grep -q "^assign pid=$a cpus=\[$4\]" "$AGENT_LOG" ||
-		fail "$1: A did not get [$4]: $(grep "^assign pid=$a " "$AGENT_LOG" | head -n 3)"
+	grep -q "DEBUG assign pid=$a cpus=\[$4\]" "$AGENT_LOG" ||
+		fail "$1: A did not get [$4]: $(grep "DEBUG assign pid=$a " "$AGENT_LOG" | head -n 3)"
 	# The last split's restore is deferred: let it land.
 	sleep 0.5
 	cat "$lat" >/tmp/$1.mod

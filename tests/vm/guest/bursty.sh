@@ -24,14 +24,14 @@ sleep 4
 sleeps() { sed -n 's/^voluntary_ctxt_switches:[[:space:]]*//p' /proc/$a/status; }
 n0=$(grep -c "fuse cpu=0 pid=$a " "$AGENT_LOG")
 w0=$(grep -c "wake .*pid=$a " "$AGENT_LOG")
-g0=$(grep -c "^assign pid=$a " "$AGENT_LOG")
+g0=$(grep -c "DEBUG assign pid=$a " "$AGENT_LOG")
 s0=$(sleeps)
 sleep 3
 s1=$(sleeps)
 usleep 300000
 n1=$(grep -c "fuse cpu=0 pid=$a " "$AGENT_LOG")
 w1=$(grep -c "wake .*pid=$a " "$AGENT_LOG")
-g1=$(grep -c "^assign pid=$a " "$AGENT_LOG")
+g1=$(grep -c "DEBUG assign pid=$a " "$AGENT_LOG")
 end_tasks $a
 stop_agent
 ok "in 3 s of bursts: the kernel counted $((s1 - s0)) sleeps; $((w1 - w0)) wake events, $((g1 - g0)) objects given back, $((n1 - n0)) fuses (before: $w0 wakes, $n0 fuses)"

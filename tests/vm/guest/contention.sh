@@ -21,12 +21,12 @@ for tax in 0.01 1 100; do
 	# takes CPUs from objects): past that, the object must still be there.
 	wait_log "untagged load=[4-9]" 10000 "tax $tax: the agent never saw the 4 spinners as untagged load"
 	sleep 1
-	grep -q "^assign pid=$a cpus=\[0, 1\]" "$AGENT_LOG" || fail "tax $tax: no object for the sequential task"
-	tail -n 5 "$AGENT_LOG" | grep -q "^unassign pid=$a" && fail "tax $tax: object withdrawn under full load"
+	grep -q "DEBUG assign pid=$a cpus=\[0, 1\]" "$AGENT_LOG" || fail "tax $tax: no object for the sequential task"
+	tail -n 5 "$AGENT_LOG" | grep -q "DEBUG unassign pid=$a" && fail "tax $tax: object withdrawn under full load"
 	shares r 6000 cpu1 $a $p0
 	set -- $r
 	idle=$1 apm=$2 bpm=$3
-	grep "pid=$a" "$AGENT_LOG" | grep -q "^unassign" && fail "tax $tax: object withdrawn under full load"
+	grep "pid=$a" "$AGENT_LOG" | grep -q "DEBUG unassign" && fail "tax $tax: object withdrawn under full load"
 	ok "tax $tax: CPU 1 idle $idle ‰ of 6 s (/proc/stat); sequential task ran $apm ‰, CPU 1's spinner $bpm ‰ (schedstat)"
 	# Under TCG the kernel's accounting of a CPU that switches between idle
 	# and a task many times a second falls short of the window while the

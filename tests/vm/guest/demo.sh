@@ -34,7 +34,7 @@ echo
 echo "== events from the scheduler (ring buffer), by kind:"
 grep '^event ' "$AGENT_LOG" | awk '{ n[$2]++ } END { for (k in n) printf "   %-13s %d\n", k, n[k] }'
 echo "== the sequential task (pid $seq_pid): object, first fuses and splits, exit"
-grep -E "^(assign|unassign) pid=$seq_pid" "$AGENT_LOG" | sed 's/^/   /'
+grep -E "DEBUG (assign|unassign) pid=$seq_pid" "$AGENT_LOG" | sed 's/^/   /'
 grep -E "^event  *(fuse|partial_fuse) .*pid=$seq_pid " "$AGENT_LOG" | head -n 3 | sed 's/^/   /'
 grep -E "^event  *split .*pid=$seq_pid " "$AGENT_LOG" | awk '{ print $7 }' | sort | uniq -c | sed 's/^/   split /'
 grep -E "^event  *split .*pid=$seq_pid " "$AGENT_LOG" | head -n 3 | sed 's/^/   /'

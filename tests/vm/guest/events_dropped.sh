@@ -18,8 +18,8 @@ x=$!
 echo 0 >/sys/devices/system/cpu/cpu3/online || fail "cannot offline cpu3"
 sleep 1
 kill -CONT "$AGENT_PID"
-wait_log "^assign pid=$x " 5000 "pid $x never got an object after its DEMAND was dropped"
-ok "pid $x, whose DEMAND was dropped, got an object: $(grep -m1 "^assign pid=$x " "$AGENT_LOG")"
+wait_log "DEBUG assign pid=$x " 5000 "pid $x never got an object after its DEMAND was dropped"
+ok "pid $x, whose DEMAND was dropped, got an object: $(grep -m1 "DEBUG assign pid=$x " "$AGENT_LOG")"
 # manager_cpus: the CPUs the node manager places objects on, per its status.
 manager_cpus() { scx_chameleon status | sed -n 's/^node manager places objects on cpus //p'; }
 t0=$(now_ms)

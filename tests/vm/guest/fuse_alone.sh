@@ -11,7 +11,7 @@ wait $a || fail "spin failed"
 sleep 1
 stop_agent
 grep -q "demand .* pid=$a .*level=1" "$AGENT_LOG" || fail "no demand event for pid $a"
-grep -q "^assign pid=$a cpus=\[0, 1\]" "$AGENT_LOG" || fail "pid $a was not given the SMT pair {0,1}"
+grep -q "DEBUG assign pid=$a cpus=\[0, 1\]" "$AGENT_LOG" || fail "pid $a was not given the SMT pair {0,1}"
 grep -q "fuse cpu=0 pid=$a .*cpus=0,1 " "$AGENT_LOG" || fail "no fuse event on cpus 0,1"
 pct=$(fused_pct $a)
 ok "fused $pct% of its run time ($(task_times $a) ns run/fused), $(count_events fuse) fuse events"

@@ -14,7 +14,7 @@ sleep 2
 [ "$(state)" = enabled ] || fail "state '$(state)' after offlining the borrowed CPU"
 grep -q "split cpu=0 pid=$a .*reason=offline" "$AGENT_LOG" || fail "no split with reason offline"
 ok "borrowed cpu1 offlined: object split (reason offline), still enabled"
-grep -q "^assign pid=$a cpus=\[2, 3\]" "$AGENT_LOG" || fail "pid $a not moved to {2,3}"
+grep -q "DEBUG assign pid=$a cpus=\[2, 3\]" "$AGENT_LOG" || fail "pid $a not moved to {2,3}"
 wait_log "fuse cpu=2 pid=$a .*cpus=2,3 " 5000 "pid $a never fused on {2,3}"
 ok "pid $a got {2,3} and fused there"
 echo 1 >/sys/devices/system/cpu/cpu1/online || fail "cannot online cpu1"

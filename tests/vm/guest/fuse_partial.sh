@@ -20,7 +20,7 @@ bpct=$(( (b1 - b0) / 10000 / (t1 - t0) ))
 ok "B ran $bpct% of the time on CPU 3 (schedstat)"
 [ "$bpct" -ge 85 ] || fail "B got only $bpct% of CPU 3: the object took it despite tax 100"
 stop_agent
-grep -q "^assign pid=$a cpus=\[0, 1, 2, 3\]" "$AGENT_LOG" || fail "pid $a did not get {0,1,2,3}"
+grep -q "DEBUG assign pid=$a cpus=\[0, 1, 2, 3\]" "$AGENT_LOG" || fail "pid $a did not get {0,1,2,3}"
 n=$(grep -c "partial_fuse cpu=0 pid=$a .*cpus=0,1 of=4" "$AGENT_LOG")
 [ "$n" -ge 1 ] || fail "no partial fuse of {0,1}"
 ok "$n partial fuses of {0,1} out of {0,1,2,3}; $(count_events fuse) whole fuses; fused $(fused_pct $a)%"

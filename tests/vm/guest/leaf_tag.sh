@@ -11,17 +11,17 @@ make_cgroup par/other
 start_agent --events --tag par/leaf=level:1,tax:1
 spin -g /sys/fs/cgroup/par/leaf $LONG >/dev/null &
 a=$!
-wait_log "^assign pid=$a cpus=\[0, 1\]" 3000 "the task in the tagged leaf got no object"
+wait_log "DEBUG assign pid=$a cpus=\[0, 1\]" 3000 "the task in the tagged leaf got no object"
 wait_log "fuse cpu=0 pid=$a " 3000 "the task in the tagged leaf never fused"
 ok "task in par/leaf (no cpu controller of its own) got {0,1} and fused"
 # A move between siblings under one cpu cgroup: no cgroup_move call at all.
 echo $a >/sys/fs/cgroup/par/other/cgroup.procs || fail "move failed"
-wait_log "^unassign pid=$a " 3000 "moved to the untagged par/other, it kept its object"
+wait_log "DEBUG unassign pid=$a " 3000 "moved to the untagged par/other, it kept its object"
 ok "moved to par/other (untagged): object withdrawn"
-t=$(grep -c "^assign pid=$a" "$AGENT_LOG")
+t=$(grep -c "DEBUG assign pid=$a" "$AGENT_LOG")
 echo $a >/sys/fs/cgroup/par/leaf/cgroup.procs || fail "move back failed"
 sleep 2
-[ "$(grep -c "^assign pid=$a" "$AGENT_LOG")" -gt "$t" ] || fail "moved back to par/leaf, no object"
+[ "$(grep -c "DEBUG assign pid=$a" "$AGENT_LOG")" -gt "$t" ] || fail "moved back to par/leaf, no object"
 ok "moved back to par/leaf: object again"
 end_tasks $a
 stop_agent

@@ -24,7 +24,7 @@ make_cgroup seq
 start_agent --events --emulate high --tag seq=level:1,tax:0.01
 grep -q "processor proxies on" "$AGENT_LOG" || fail "the policy did not bind the module's kfuncs"
 spinners_then_seq 4
-wait_log "^assign pid=$a cpus=\[0, 1\]" 10000 "no object {0, 1} for the sequential task"
+wait_log "DEBUG assign pid=$a cpus=\[0, 1\]" 10000 "no object {0, 1} for the sequential task"
 sleep 1
 b0=$(count_split bound) f0=$(count_events fuse)
 shares r 6000 $a $p0 $p1 $p2 $p3

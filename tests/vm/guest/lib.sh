@@ -77,6 +77,10 @@ wait_state() {
 start_agent() {
 	[ "$(state)" = disabled ] || fail "sched_ext is '$(state)' before the agent starts"
 	set -- --watchdog-timeout-ms "${WATCHDOG_MS:-5000}" "$@"
+	# The agent's decisions (assign, unassign, rebalanced, untagged load,
+	# autotax) are debug lines of the target "decisions", which the tests
+	# read from the log; a test that sets its own --log-level adds it.
+	case " $* " in *" --log-level "*) ;; *) set -- --log-level info,decisions=debug "$@" ;; esac
 	if [ -n "$START_AGENT_NICE" ]; then
 		# (busybox has renice, not nice; without -n it sets the value)
 		sh -c 'renice "$0" $$ >/dev/null && exec "${AGENT_BIN:-scx_chameleon}" "$@"' "$START_AGENT_NICE" "$@" >"$AGENT_LOG" 2>&1 &

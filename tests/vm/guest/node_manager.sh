@@ -61,7 +61,7 @@ kill -9 "$big"
 wait_sizes "$rest" "4 4 " "after pid $big exited"
 sed 's/^/   /' /tmp/st
 # The agent's own measure: the rebalance that withdrew $big's object.
-line=$(grep -A20 "^unassign pid=$big " "$AGENT_LOG" | grep -m1 '^rebalanced ')
+line=$(grep -A20 "DEBUG unassign pid=$big " "$AGENT_LOG" | grep -m1 'DEBUG rebalanced ')
 us=${line##*after_us=}
 [ -n "$us" ] || fail "no rebalance line after pid $big's exit"
 ok "pid $big (4 CPUs) exited: the others hold 4 and 4, published ${us} us after the exit event (the agent's figure, printed, not asserted)"

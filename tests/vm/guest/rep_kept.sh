@@ -29,7 +29,7 @@ start_agent --events --tag seq=level:1,tax:0.01
 spinners_then_seq 4
 wait_log "untagged load=[4-9]" 10000 "the agent never saw the 4 spinners as untagged load"
 sleep 1
-grep -q "^assign pid=$a cpus=\[0, 1\]" "$AGENT_LOG" || fail "no object for the sequential task"
+grep -q "DEBUG assign pid=$a cpus=\[0, 1\]" "$AGENT_LOG" || fail "no object for the sequential task"
 s0=$(count_split preempt) b0=$(count_split bound)
 a0=$(run_ns $a) q0=$(run_ns $p0) q1=$(run_ns $p1) q2=$(run_ns $p2) q3=$(run_ns $p3)
 sleep 6

@@ -102,7 +102,7 @@ make_cgroup work1
 spin -N pgwork -g /sys/fs/cgroup/work1 $LONG >/dev/null &
 b=$!
 t_made=$(now_ms)
-wait_log "^assign pid=$b .* tax=2.00" 4000 "pid $b (comm pgwork) got no object at tax 2"
+wait_log "DEBUG assign pid=$b .* tax=2.00" 4000 "pid $b (comm pgwork) got no object at tax 2"
 ms=$(( $(now_ms) - t_made ))
 tags_line work1 | grep -q ": v1 level=1 tax=2.00 smt=any (rule \"worker\" ($RULES:8))$" ||
 	fail "work1 not listed with its comm rule: $(scx_chameleon tags 2>&1 | tr '\n' '|')"
@@ -129,7 +129,7 @@ sleep 3	# three rounds of matching
 for c in shared mine; do
 	tags_line $c && fail "$c tagged by a process renamed into rule \"worker\"'s comm: $(tags_line $c)"
 done
-grep -E "^assign pid=($r|$u|$v) " "$AGENT_LOG" && fail "a task of shared or mine got an object"
+grep -E "DEBUG assign pid=($r|$u|$v) " "$AGENT_LOG" && fail "a task of shared or mine got an object"
 ok "renamed into comm pgwork as uid 1000: neither shared (beside a root process) nor mine (alone) tagged, no object"
 end_tasks $r $u $v
 rmdir /sys/fs/cgroup/shared /sys/fs/cgroup/mine
@@ -147,8 +147,8 @@ kill -HUP $AGENT_PID
 wait_new "reloaded 1 rules from $RULES" 3000 "SIGHUP did not reload the rules"
 wait_tags "^/sys/fs/cgroup/db1 \(cgroup $id\): v1 level=1 tax=0.25 smt=any \(rule \"db\" \($RULES:1\)\)$" 3000 \
 	"db1 did not take the new rule" >/dev/null
-wait_new "^assign pid=$a .* tax=0.25" 3000 "pid $a's tax did not follow the new rule"
-wait_new "^unassign pid=$b " 3000 "pid $b kept its object after its rule was removed"
+wait_new "DEBUG assign pid=$a .* tax=0.25" 3000 "pid $a's tax did not follow the new rule"
+wait_new "DEBUG unassign pid=$b " 3000 "pid $b kept its object after its rule was removed"
 tags_line work1 && fail "work1 still tagged after its rule was removed"
 agent_alive || fail "SIGHUP killed the agent"
 ok "SIGHUP: db1 at tax 0.25 (pid $a reassigned), work1 untagged (pid $b unassigned), agent alive"
@@ -187,7 +187,7 @@ echo "$out" | grep -q "^reloaded 1 rules from $RULES; [0-9]* cgroups tagged$" ||
 ok "reload-rules: $out"
 mark
 scx_chameleon tag db1 --level 1 --tax 100 >/dev/null || fail "tag db1"
-wait_new "^assign pid=$a .* tax=100.00" 3000 "the stored tag did not reach pid $a"
+wait_new "DEBUG assign pid=$a .* tax=100.00" 3000 "the stored tag did not reach pid $a"
 sleep 1.5
 tags_line db1 | grep -q ": v1 level=1 tax=100.00 smt=any (stored)$" || fail "stored tag not in force over the rule: $(tags_line db1)"
 ok "stored beats rule: $(tags_line db1)"
@@ -195,7 +195,7 @@ mark
 scx_chameleon untag db1 >/dev/null || fail "untag db1"
 wait_tags "^/sys/fs/cgroup/db1 \(cgroup $id\): v1 level=1 tax=0.25 smt=any \(rule \"db\"" 3000 \
 	"untagged db1 did not go back to its rule" >/dev/null
-wait_new "^assign pid=$a .* tax=0.25" 3000 "pid $a not back at the rule's tax"
+wait_new "DEBUG assign pid=$a .* tax=0.25" 3000 "pid $a not back at the rule's tax"
 ok "untagged: back to the rule ($(tags_line db1))"
 
 end_tasks $a $b

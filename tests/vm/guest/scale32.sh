@@ -129,7 +129,7 @@ load=$!
 # ramps up (27 counted) the object shrinks to 4 CPUs, and grows back to 8
 # once the whole load is counted (>= 31: no spare pair, objects over busy
 # CPUs). The window opens then.
-untagged() { sed -n 's/^untagged load=\([0-9]*\):.*/\1/p' "$AGENT_LOG" | tail -n 1; }
+untagged() { sed -n 's/.*DEBUG untagged load=\([0-9]*\):.*/\1/p' "$AGENT_LOG" | tail -n 1; }
 t=$(now_ms)
 until [ "$(untagged)" -ge 31 ] 2>/dev/null && [ "$(object $a | wc -w)" = 8 ]; do
 	[ $(( $(now_ms) - t )) -lt 30000 ] ||

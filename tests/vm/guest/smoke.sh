@@ -88,7 +88,7 @@ for tax in 100 0.01; do
 	sleep 0.3
 	spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
 	a=$!
-	wait_log "^assign pid=$a .* tax=$(printf %.2f $tax)" 5000 "A (pid $a) was not assigned with tax $tax"
+	wait_log "DEBUG assign pid=$a .* tax=$(printf %.2f $tax)" 5000 "A (pid $a) was not assigned with tax $tax"
 	shares r 3000 $b cpu1 run1
 	set -- $r
 	end_tasks $a $b

@@ -62,7 +62,7 @@ agent_up() {
 # are online and on weights; that one does is what a restart must give back).
 wait_assigned() {
 	t0=$(now_ms)
-	until grep -qE "^assign pid=($p1|$p2|$p3|$pb) " "$AGENT_LOG"; do
+	until grep -qE "DEBUG assign pid=($p1|$p2|$p3|$pb) " "$AGENT_LOG"; do
 		[ $(( $(now_ms) - t0 )) -lt 5000 ] || soak_fail "no tagged task got an object within 5 s of restart $n_agent"
 		usleep 50000
 	done

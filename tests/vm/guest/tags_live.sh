@@ -34,7 +34,7 @@ echo "$st" | grep -q "^counters: .*fuse=[1-9]" || fail "status lacks counters: $
 ok "status shows the object, the tag, CPU states and counters"
 
 scx_chameleon untag seq >/dev/null || fail "untag failed"
-wait_log "^unassign pid=$a " 2000 "object not withdrawn after untag"
+wait_log "DEBUG unassign pid=$a " 2000 "object not withdrawn after untag"
 sleep 0.3
 n=$(grep -c "^event  *fuse .*pid=$a " "$AGENT_LOG")
 sleep 1
@@ -47,23 +47,23 @@ ok "untag: object withdrawn, last event a split ($(grep -E "^event  *split .*pid
 # Polled every 0.5 s, not wait_log's 50 ms: the poller is untagged load too
 # (under TCG a grep every 50 ms made it "load=2" in 2 of 7 runs).
 t0=$(now_ms)
-until grep -q "^untagged load=1:" "$AGENT_LOG"; do
-	[ $(( $(now_ms) - t0 )) -lt 8000 ] || fail "the untagged spinner was not counted as untagged load: $(grep '^untagged load' "$AGENT_LOG" | tail -n 3 | tr '\n' '|')"
+until grep -q "DEBUG untagged load=1:" "$AGENT_LOG"; do
+	[ $(( $(now_ms) - t0 )) -lt 8000 ] || fail "the untagged spinner was not counted as untagged load: $(grep 'DEBUG untagged load' "$AGENT_LOG" | tail -n 3 | tr '\n' '|')"
 	sleep 0.5
 done
 scx_chameleon tag taxed --level 1 --tax 100 >/dev/null
 scx_chameleon tag cheap --level 1 --tax 0.01 >/dev/null
 scx_chameleon tag quad --level 2 >/dev/null
 echo $a >/sys/fs/cgroup/taxed/cgroup.procs
-wait_log "^assign pid=$a .* tax=100.00" 2000 "tax did not follow to 100"
+wait_log "DEBUG assign pid=$a .* tax=100.00" 2000 "tax did not follow to 100"
 echo $a >/sys/fs/cgroup/cheap/cgroup.procs
-wait_log "^assign pid=$a .* tax=0.01" 2000 "tax did not follow to 0.01"
+wait_log "DEBUG assign pid=$a .* tax=0.01" 2000 "tax did not follow to 0.01"
 ok "moved taxed -> cheap: tax 100 -> 0.01"
 echo $a >/sys/fs/cgroup/quad/cgroup.procs
 # ...and once tagged again it is not: the load falls at the next reconcile
 # (at most 1 s), and a lower load applies at once, so it gets all 4 CPUs.
-wait_log "^assign pid=$a cpus=\[0, 1, 2, 3\]" 3000 "level did not follow to 2"
-grep -q "^untagged load=0:" "$AGENT_LOG" || fail "4 CPUs while a CPU was kept native?"
+wait_log "DEBUG assign pid=$a cpus=\[0, 1, 2, 3\]" 3000 "level did not follow to 2"
+grep -q "DEBUG untagged load=0:" "$AGENT_LOG" || fail "4 CPUs while a CPU was kept native?"
 ok "moved to quad: object of 4 CPUs (untagged load 1 -> 0 as the spinner was tagged)"
 kill $a
 agent_alive || fail "agent died"
