@@ -21,7 +21,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
-/// How often rules are matched again while some are in force.
+/// How often rules are matched again while some are in force (from the end
+/// of one scan to the start of the next).
 pub const RULES_EVERY: Duration = Duration::from_secs(1);
 
 pub enum TagCmd {
@@ -98,11 +99,14 @@ fn run(map: &MapHandle, mut inputs: TagInputs, rx: &Receiver<TagCmd>, mailbox: &
         match cmd {
             Some(TagCmd::Stop) => break,
             None => {
-                next_scan = Instant::now() + RULES_EVERY;
                 match apply(map, &mut inputs) {
                     Ok(a) => hand(mailbox, a, None),
                     Err(e) => warn_failed(&e),
                 }
+                // From the end of the scan: one longer than the period
+                // (thousands of processes under emulation) leaves a pause
+                // after it rather than a thread that never rests.
+                next_scan = Instant::now() + RULES_EVERY;
             }
             Some(TagCmd::Apply(reply)) => match apply(map, &mut inputs) {
                 Ok(a) => {

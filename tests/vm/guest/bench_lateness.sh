@@ -16,13 +16,13 @@
 #        and back each time).
 # Measured over WINDOW_S seconds, from the agent's own log of what it
 # wrote into the assignments map ("assign pid=… ts_ns=…", one burst per
-# rotation): the gaps between rotations past the 30 ms period (p50, p99,
-# max, in µs); where the agent exports it (chameleon_loop_late_seconds),
-# its histogram over the same window (p99, µs); and the agent's CPU time,
-# all threads (ms).
+# rotation that moved an object): the intervals between rotations (p50,
+# p99, max, in µs); where the agent exports it (chameleon_loop_late_seconds),
+# its histogram of the loop's lateness over the same window (p99, µs); and
+# the agent's CPU time, all threads and per thread name (ms).
 #   bench_lateness.sh [ROUNDS] [WINDOW_S] [NR_CG] [PER] [CLIENTS]
-# Prints "lateness round=R agent=A case=C rotations=N gap_p50_us=…
-# gap_p99_us=… gap_max_us=… hist_p99_us=… agent_ms=…".
+# Prints "lateness round=R agent=A case=C rotations=N period_p50_us=…
+# period_p99_us=… period_max_us=… hist_p99_us=… agent_ms=… threads_ms=…".
 . /opt/chameleon/guest/lib.sh
 TEST=bench_lateness
 CG=/sys/fs/cgroup
@@ -59,18 +59,20 @@ hist_p99() {
 			if (v == "+Inf") print "inf"; else printf "%d\n", v * 1e6 }' "$1" "$2"
 }
 
-# Rotation gaps past the period from the agent's log lines L0+1..L1.
-gaps() {
+# Rotation intervals from the agent's log lines L0+1..L1: the times of its
+# bursts of "assign" lines (one per rotation that moved an object), as
+# "rotations=N period_p50_us=… period_p99_us=… period_max_us=…".
+periods() {
 	sed -n "$(( $1 + 1 )),$2p" "$AGENT_LOG" | sed -n 's/.*[^n]assign pid=.* ts_ns=\([0-9]*\).*/\1/p; s/^assign pid=.* ts_ns=\([0-9]*\).*/\1/p' |
-		awk -v period_ns=30000000 '
+		awk '
 		{ t = $1; if (last && t - last < 3000000) { last = t; next }
-		  if (prev) { g = t - prev - period_ns; if (g < 0) g = 0; v[++n] = g / 1000 }
+		  if (prev) v[++n] = (t - prev) / 1000
 		  prev = t; last = t }
 		END {
 			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { x = v[i]; v[i] = v[j]; v[j] = x }
-			if (!n) { print "rotations=0 gap_p50_us=- gap_p99_us=- gap_max_us=-"; exit }
+			if (!n) { print "rotations=0 period_p50_us=- period_p99_us=- period_max_us=-"; exit }
 			p50 = v[int((n + 1) * 0.5)]; k = int(n * 0.99 + 0.999); if (k > n) k = n; if (k < 1) k = 1
-			printf "rotations=%d gap_p50_us=%d gap_p99_us=%d gap_max_us=%d\n", n + 1, p50, v[k], v[n] }'
+			printf "rotations=%d period_p50_us=%d period_p99_us=%d period_max_us=%d\n", n + 1, p50, v[k], v[n] }'
 }
 
 cat >$RULES <<'RULES'
@@ -137,7 +139,7 @@ one() {
 	# (Not a bare `wait`: it would wait for the sleepers too.)
 	for p in $helpers; do kill $p 2>/dev/null; wait $p 2>/dev/null; done
 	scx_chameleon unpark 3 >/dev/null 2>&1
-	echo "lateness round=$r agent=$agent case=$case $(gaps $l0 $l1) hist_p99_us=$(hist_p99 /tmp/h0 /tmp/h1) agent_ms=$(( a1 - a0 )) threads_ms=$(threads_delta /tmp/t0 /tmp/t1 | tr ' ' ',')"
+	echo "lateness round=$r agent=$agent case=$case $(periods $l0 $l1) hist_p99_us=$(hist_p99 /tmp/h0 /tmp/h1) agent_ms=$(( a1 - a0 )) threads_ms=$(threads_delta /tmp/t0 /tmp/t1 | tr ' ' ',')"
 	end_tasks $pids
 	stop_agent
 	for g in a b c; do rmdir $CG/bl_$g 2>/dev/null; done
