@@ -9,6 +9,7 @@ pub mod assign;
 pub mod inbox;
 pub mod module_worker;
 pub mod park_op;
+pub mod rt_attach;
 pub mod scheduler;
 pub mod signals;
 pub mod tag_worker;
