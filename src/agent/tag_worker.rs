@@ -65,8 +65,12 @@ impl TagWorker {
 }
 
 impl Drop for TagWorker {
+    /// Asked to stop, not waited for: a scan under way (seconds over
+    /// thousands of processes) must not hold up the agent's exit. What it
+    /// may still write goes through its own map handle, valid after the
+    /// skeleton is gone; `stop` (a restart) does wait.
     fn drop(&mut self) {
-        self.stop();
+        let _ = self.tx.send(TagCmd::Stop);
     }
 }
 
