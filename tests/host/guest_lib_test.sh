@@ -55,6 +55,17 @@ case_ accounts_for_a_whole_window pass 'accounts_for cpu1 470 530 >/dev/null'
 # idle 71 %, the pinned spinner 53 % by schedstat.
 case_ accounts_for_refuses_124_percent fail 'accounts_for cpu1 710 530'
 case_ accounts_for_refuses_a_missing_half fail 'accounts_for cpu1 200 500'
+# wait_log_after: a line from before the mark does not answer; one after does.
+case_ wait_log_after_skips_old_lines fail '
+	AGENT_LOG=$(mktemp); echo "fuse cpu=0" >"$AGENT_LOG"
+	m=$(log_mark)
+	wait_log_after "$m" "fuse cpu=0" 200 "no new fuse"
+	exit 0'
+case_ wait_log_after_sees_new_lines pass '
+	AGENT_LOG=$(mktemp); echo "fuse cpu=0" >"$AGENT_LOG"
+	m=$(log_mark)
+	(usleep 100000; echo "fuse cpu=0 again" >>"$AGENT_LOG") &
+	wait_log_after "$m" "fuse cpu=0 again" 5000 "no new fuse"'
 # The proxy_ctl session helpers, against a stand-in `proxy_ctl session` that
 # answers "ok ARGS" to `ok ARGS` and "err EINVAL" to anything else.
 pcfake=$(mktemp -d)

@@ -206,6 +206,18 @@ wait_log() {
 	done
 }
 
+# log_mark: the agent log's line count now; wait_log_after MARK PATTERN MS
+# MESSAGE: as wait_log, for a line written after MARK (a line from before,
+# say an earlier fuse, does not answer).
+log_mark() { wc -l <"$AGENT_LOG"; }
+wait_log_after() {
+	t0=$(now_ms)
+	until tail -n +$(($1 + 1)) "$AGENT_LOG" | grep -q "$2"; do
+		[ $(( $(now_ms) - t0 )) -lt "$3" ] || fail "$4"
+		usleep 50000
+	done
+}
+
 # --- The kernel's own accounting (not the scheduler's counters) ---
 
 # get VAR CMD...: VAR=$(CMD...), and the test fails if CMD fails. A `fail`
