@@ -507,7 +507,7 @@ bool wake_preempts(s32 cpu, u64 vtime) __hidden;
 int split(s32 rep, u32 reason);
 void split_owned(struct task_ctx *tctx, s32 pid, u32 reason) __hidden;
 bool assignment_of(struct task_struct *p, struct chameleon_assignment *a) __hidden;
-bool has_assignment(s32 pid) __hidden;
+bool has_assignment(struct task_struct *p) __hidden;
 s32 task_rep(struct task_struct *p, struct task_ctx *tctx) __hidden;
 int object_running(struct task_struct *p __arg_trusted, s32 cpu);
 u32 borrowable(struct task_ctx *tctx, struct chameleon_assignment *a, s32 rep, u64 now);

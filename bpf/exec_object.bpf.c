@@ -51,20 +51,27 @@
 const volatile u64 min_gran_ns = 1000ULL * 1000;
 const volatile u64 lend_wait_ns = 50ULL * 1000 * 1000;
 
+/*
+ * Task storage: the agent writes a task's value through a pidfd (the key of
+ * a task storage map from user space), so it reaches that task and no other,
+ * and the kernel frees it when the task goes. A pid that is reused can never
+ * find an object meant for the task that had it before, even when the agent
+ * missed the exit; and there is no table of pids to fill up.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, CHAMELEON_MAX_ASSIGNED);
-	__type(key, s32);			/* pid */
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);			/* pidfd, from user space */
 	__type(value, struct chameleon_assignment);
 } assignments SEC(".maps");
 
 /*
- * Copy task @pid's assignment into @a under its lock (intf.h): the agent
- * writes it in place under the same lock. False if it has no object.
+ * Copy @p's assignment into @a under its lock (intf.h): the agent writes it
+ * in place under the same lock. False if it has no object.
  */
-static bool assignment_copy(s32 pid, struct chameleon_assignment *a)
+static bool assignment_copy(struct task_struct *p, struct chameleon_assignment *a)
 {
-	struct chameleon_assignment *v = bpf_map_lookup_elem(&assignments, &pid);
+	struct chameleon_assignment *v = bpf_task_storage_get(&assignments, p, 0, 0);
 	u32 i;
 
 	if (!v)
@@ -78,13 +85,13 @@ static bool assignment_copy(s32 pid, struct chameleon_assignment *a)
 	for (i = 0; i < CHAMELEON_OBJ_MAX_CPUS; i++)
 		a->cpus[i] = v->cpus[i];
 	bpf_spin_unlock(&v->lock);
-	return a->pid == pid && a->nr_cpus >= 2 && a->nr_cpus <= CHAMELEON_OBJ_MAX_CPUS;
+	return a->pid == p->pid && a->nr_cpus >= 2 && a->nr_cpus <= CHAMELEON_OBJ_MAX_CPUS;
 }
 
-/* Does the agent give task @pid an object now? */
-bool has_assignment(s32 pid)
+/* Does the agent give task @p an object now? */
+bool has_assignment(struct task_struct *p)
 {
-	struct chameleon_assignment *v = bpf_map_lookup_elem(&assignments, &pid);
+	struct chameleon_assignment *v = bpf_task_storage_get(&assignments, p, 0, 0);
 
 	return v && READ_ONCE(v->nr_cpus) >= 2;
 }
@@ -141,7 +148,7 @@ static void proxy_speed(s32 rep, u32 nr_cpus)
 /* Copy @p's assignment, read once: the agent may change it at any time. */
 bool assignment_of(struct task_struct *p, struct chameleon_assignment *a)
 {
-	return assignment_copy(p->pid, a);
+	return assignment_copy(p, a);
 }
 
 /* The representative @p belongs on, if it has an object it may run there; else -1. */
@@ -150,7 +157,7 @@ s32 task_rep(struct task_struct *p, struct task_ctx *tctx)
 	struct chameleon_assignment a;
 	s32 rep;
 
-	if (!tctx->tagged || !assignment_copy(p->pid, &a))
+	if (!tctx->tagged || !assignment_copy(p, &a))
 		return -1;
 	rep = a.cpus[0];
 	/* An offline representative's queue is not served. */
@@ -531,7 +538,7 @@ int object_tick(struct task_struct *p __arg_trusted, s32 cpu)
 	charge_tax(p, tctx, cpu, now);
 	if (!cpu_fused(cpu))
 		return 0;
-	if (!assignment_copy(pid, &a) || a.generation != rc->generation)
+	if (!assignment_copy(p, &a) || a.generation != rc->generation)
 		return split(cpu, CHAMELEON_SPLIT_RETAG);
 	/*
 	 * A retag may change the tax or the class alone: from now on. Not

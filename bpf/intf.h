@@ -26,7 +26,6 @@ enum chameleon_consts {
 	CHAMELEON_OBJ_MAX_CPUS	= 8,	/* an object of level 3 */
 	CHAMELEON_OBJ_MAX_LEVEL	= 3,
 	CHAMELEON_MAX_TAGS	= 4096,
-	CHAMELEON_MAX_ASSIGNED	= 8192,	/* tasks holding an object at once */
 	CHAMELEON_STEAL_SCAN	= 8,	/* other CPUs' queues one dispatch looks at */
 	CHAMELEON_CACHELINE	= 64,
 	/* A CPU's role word: (representative + 1) << CHAMELEON_ROLE_SHIFT | kind (role.h). */
@@ -120,15 +119,15 @@ enum chameleon_assign_flags {
 };
 
 /*
- * The object the agent assigned to one task (map `assignments`, keyed by
- * pid). cpus[0] is the representative; every power-of-two prefix is itself
- * a valid object, so a partial fuse takes a prefix.
+ * The object the agent assigned to one task (map `assignments`, the task's
+ * storage, which the agent writes through a pidfd). cpus[0] is the
+ * representative; every power-of-two prefix is itself a valid object, so a
+ * partial fuse takes a prefix.
  *
- * Never read torn: a hash map reuses elements, so a plain update is no
- * atomic swap. The agent writes a task's value in place under its lock
- * (BPF_F_LOCK), withdraws an object by writing nr_cpus 0 rather than
- * deleting it, and deletes the element only once the task has left; BPF
- * copies the value under the same lock and checks the pid it names.
+ * Never read torn: the agent writes a task's value in place under its lock
+ * (BPF_F_LOCK) and withdraws an object by writing nr_cpus 0; BPF copies the
+ * value under the same lock and checks the pid it names. The kernel frees
+ * the value with the task.
  */
 struct chameleon_assignment {
 	struct bpf_spin_lock lock;

@@ -566,7 +566,7 @@ void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
 	 * an object did not lose its DEMAND: it is marked up to date.
 	 */
 	if (tctx->tagged && demand_lost(tctx)) {
-		if (has_assignment(pid))
+		if (has_assignment(p))
 			tctx->demand_drops = READ_ONCE(nr_demand_dropped);
 		else
 			redemand_if_lost(p, tctx);

@@ -126,13 +126,11 @@ void count_untagged(struct task_struct *p, struct task_ctx *tctx, bool add)
  */
 void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 {
-	s32 pid = p->pid;
-
 	tctx->awake = 0;
 	count_untagged(p, tctx, false);
 	if (!tctx->tagged || p->__state == 0 /* TASK_RUNNING: not a sleep */)
 		return;
-	if (!has_assignment(pid))
+	if (!has_assignment(p))
 		return;
 	tctx->sleep_told = 1;
 	emit(CHAMELEON_EV_SLEEP, cpu, p, false);

@@ -26,6 +26,7 @@ pub mod tags;
 pub mod nodes;
 pub mod bpf_intf;
 pub mod doorbell;
+pub mod pidfd;
 #[allow(clippy::all)]
 pub mod bpf_skel;
 

@@ -14,7 +14,7 @@ use crate::bpf_intf;
 use crate::report::event::{Event, Kind};
 use crate::nodes::fast_share::Member;
 use crate::nodes::node_manager::{Change, NodeManager, Object, Request};
-use crate::bpf_intf::as_bytes;
+use crate::agent::object_map::{no_object, ObjectMap, Track};
 use crate::report::status::{Live, Status};
 use crate::tags::tag::{tax_text, Prio, Props};
 use libbpf_rs::{MapCore, MapFlags};
@@ -68,6 +68,8 @@ pub struct Assigner {
     tags: HashMap<u64, Props>,
     /// Tagged tasks alive: pid -> their cgroup's properties, object level, cgroup id.
     requesters: HashMap<i32, (Props, u32, u64)>,
+    /// The policy's `assignments` map, written through a pidfd per requester.
+    objects: ObjectMap,
     /// The CPU each requester's last event came from: where it waits, for
     /// the rotation to make a representative nearby (no /proc read per
     /// waiter per rotation on the loop).
@@ -170,6 +172,7 @@ impl Assigner {
             manager,
             tags,
             requesters: HashMap::new(),
+            objects: ObjectMap::default(),
             seen_on: HashMap::new(),
             asleep: HashMap::new(),
             dormant: HashSet::new(),
@@ -227,7 +230,7 @@ impl Assigner {
                 }
                 _ => 0,
             },
-            ..Self::no_object(pid)
+            ..no_object(pid)
         };
         for (slot, &c) in a.cpus.iter_mut().zip(&obj.cpus) {
             *slot = c as i32;
@@ -235,39 +238,8 @@ impl Assigner {
         a
     }
 
-    /// Write task `pid`'s value in place, under the value's lock
-    /// (BPF_F_LOCK), as BPF reads it (bpf/intf.h): a plain update of a hash
-    /// map can hand BPF a reused element, half this task's and half
-    /// another's.
-    fn write_assignment(map: &dyn MapCore, pid: i32, value: &bpf_intf::chameleon_assignment) -> libbpf_rs::Result<()> {
-        map.update(&pid.to_ne_bytes(), as_bytes(value), MapFlags::LOCK)
-    }
-
-    /// Withdraw task `pid`'s object: nr_cpus 0, in place. The element is
-    /// deleted only once the task has left (TASK_EXIT), so BPF never reads an
-    /// element that is being reused for another task.
-    fn withdraw_assignment(map: &dyn MapCore, pid: i32) -> libbpf_rs::Result<()> {
-        if map.lookup(&pid.to_ne_bytes(), MapFlags::ANY)?.is_none() {
-            return Ok(());
-        }
-        Self::write_assignment(map, pid, &Self::no_object(pid))
-    }
-
-    /// Task `pid`'s value with no object (nr_cpus 0).
-    fn no_object(pid: i32) -> bpf_intf::chameleon_assignment {
-        bpf_intf::chameleon_assignment {
-            lock: bpf_intf::bpf_spin_lock { val: 0 },
-            pid,
-            nr_cpus: 0,
-            generation: 0,
-            tax: 0,
-            flags: 0,
-            cpus: [-1; bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_CPUS as usize],
-        }
-    }
-
     /// Publish the manager's decisions, each task's value written in place
-    /// under its lock (write_assignment). `cause_ns`: when the event that led
+    /// under its lock (ObjectMap::write). `cause_ns`: when the event that led
     /// to them happened (bpf_ktime_get_ns), to report the delay.
     fn publish(&mut self, map: &dyn MapCore, changes: Vec<Change>, cause_ns: Option<u64>) {
         if changes.is_empty() {
@@ -291,13 +263,13 @@ impl Assigner {
                     if self.auto.get(&ch.pid).is_some_and(|a| a.now.withdraw) {
                         continue;
                     }
-                    if let Err(e) = Self::write_assignment(map, ch.pid, &value) {
+                    if let Err(e) = self.objects.write(map, ch.pid, &value) {
                         warn!("publishing the object of pid {}: {e}", ch.pid);
                     }
                 }
                 None => {
                     debug!(target: DECISIONS, "unassign pid={} ts_ns={}", ch.pid, monotonic_ns());
-                    if let Err(e) = Self::withdraw_assignment(map, ch.pid) {
+                    if let Err(e) = self.objects.withdraw(map, ch.pid) {
                         warn!("withdrawing the object of pid {}: {e}", ch.pid);
                     }
                 }
@@ -364,7 +336,15 @@ impl Assigner {
         let changes = match ev.kind {
             // ev.level is the object level BPF derived from the tag and SMT class.
             Kind::Demand => match self.tag_of(ev.cgroup_id, tags) {
-                Some(props) if ev.level > 0 => {
+                Some(props) if ev.level > 0 => 'demand: {
+                    // Held by a pidfd from now. A pid held for a task that
+                    // exited unheard is a newcomer's: the old one's state goes.
+                    let mut changes = match self.objects.track(ev.pid) {
+                        Ok(Track::Replaced) => self.drop_state(ev.pid),
+                        Ok(_) => Vec::new(),
+                        // Gone already: its exit follows (or was lost).
+                        Err(_) => break 'demand self.drop_state(ev.pid),
+                    };
                     let old = self.requesters.insert(ev.pid, (props, ev.level, ev.cgroup_id));
                     if props.auto_tax() {
                         self.auto.entry(ev.pid).or_insert_with(|| AutoTask::new(ev.pid));
@@ -376,7 +356,7 @@ impl Assigner {
                     let weight = Self::claim_of(&props, ev.cgroup_id, cg_weights);
                     let member = Self::member(&props, ev.cgroup_id);
                     // Its affinity before its first placement (no change to publish yet).
-                    let mut changes = self.manager.set_allowed(ev.pid, crate::nodes::affinity::of(ev.pid));
+                    changes.extend(self.manager.set_allowed(ev.pid, crate::nodes::affinity::of(ev.pid)));
                     changes.extend(self.manager.request_as(ev.pid, Request { level: ev.level, weight }, member));
                     // Same CPUs but a new tax: BPF still needs the new value.
                     if old.is_some_and(|(p, _, _)| p != props) && !changes.iter().any(|c| c.pid == ev.pid) {
@@ -387,15 +367,11 @@ impl Assigner {
                     changes
                 }
                 // Moved out of every tagged cgroup: it gives its object up.
-                _ => self.withdraw(ev.pid),
+                _ => self.withdraw(map, ev.pid),
             },
             Kind::TaskExit if self.ignore_exits => Vec::new(),
-            Kind::TaskExit => {
-                // Gone from sched_ext: no BPF op reads its element any more,
-                // and its own withdrawal (published below) finds none to write.
-                let _ = map.delete(&ev.pid.to_ne_bytes());
-                self.withdraw(ev.pid)
-            }
+            // Gone from sched_ext: the kernel frees its value with it.
+            Kind::TaskExit => self.withdraw(map, ev.pid),
             Kind::Sleep if self.requesters.contains_key(&ev.pid) => {
                 self.asleep.entry(ev.pid).or_insert_with(Instant::now);
                 self.manager.set_awake(ev.pid, false);
@@ -432,7 +408,19 @@ impl Assigner {
         self.publish(map, changes, Some(ev.ts_ns));
     }
 
-    fn withdraw(&mut self, pid: i32) -> Vec<Change> {
+    /// Task `pid` leaves the requesters: its object is withdrawn in the
+    /// map now (it may live on untagged), its pidfd let go, and the CPUs it
+    /// held go back to the node manager (the changes to publish).
+    fn withdraw(&mut self, map: &dyn MapCore, pid: i32) -> Vec<Change> {
+        if let Err(e) = self.objects.withdraw(map, pid) {
+            warn!("withdrawing the object of pid {pid}: {e}");
+        }
+        self.objects.forget(pid);
+        self.drop_state(pid)
+    }
+
+    /// Everything the agent knows of requester `pid` but its pidfd.
+    fn drop_state(&mut self, pid: i32) -> Vec<Change> {
         self.asleep.remove(&pid);
         self.dormant.remove(&pid);
         self.auto.remove(&pid);
@@ -501,18 +489,16 @@ impl Assigner {
             return;
         }
         self.last_reconcile = Instant::now();
-        let gone: Vec<i32> = self
-            .requesters
-            .keys()
-            .copied()
-            .filter(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
-            .collect();
-        for pid in &gone {
-            self.requesters.remove(pid);
-            self.seen_on.remove(pid);
-            self.asleep.remove(pid);
-            self.dormant.remove(pid);
-            self.auto.remove(pid);
+        // Gone by their pidfds (an exit event lost, or ignored): /proc/PID
+        // would answer for a newcomer that was given the pid.
+        let gone = self.objects.exited();
+        for &pid in &gone {
+            self.objects.forget(pid);
+            self.requesters.remove(&pid);
+            self.seen_on.remove(&pid);
+            self.asleep.remove(&pid);
+            self.dormant.remove(&pid);
+            self.auto.remove(&pid);
         }
         let mut changes = self.manager.reconcile(|pid| !gone.contains(&pid));
         // Affinity changes (taskset, cpuset) send no event: read them here.
@@ -649,12 +635,12 @@ impl Assigner {
             let Some(o) = self.manager.object(pid) else { continue };
             let r = if now.withdraw {
                 // BPF splits a fused object at its next tick (RETAG).
-                Self::withdraw_assignment(map, pid)
+                self.objects.withdraw(map, pid)
             } else {
                 // Back with the same generation: its virtual threads keep
                 // their places, behind by one exploration's time at most,
                 // which its next fused run repays at its tax.
-                Self::write_assignment(map, pid, &self.value(pid, o))
+                self.objects.write(map, pid, &self.value(pid, o))
             };
             if let Err(e) = r {
                 warn!("auto tax of pid {pid}: {e}");

@@ -8,6 +8,7 @@ pub mod apply_tags;
 pub mod assign;
 pub mod inbox;
 pub mod module_worker;
+pub mod object_map;
 pub mod park_op;
 pub mod rt_attach;
 pub mod scheduler;

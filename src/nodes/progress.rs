@@ -318,20 +318,8 @@ impl Drop for Counter {
 /// is gone or has no context.
 pub fn fused_ns(task_ctxs: &dyn libbpf_rs::MapCore, tid: i32) -> Option<u64> {
     use libbpf_rs::MapFlags;
-    // PIDFD_THREAD (6.9+): a pidfd for any thread, not only a leader.
-    const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
-    // SAFETY: pidfd_open takes a pid and flags, returns a new fd or -1.
-    let mut fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, PIDFD_THREAD) };
-    if fd < 0 {
-        // SAFETY: as above (older kernels: leaders only).
-        fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, 0) };
-    }
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: a new fd the kernel just gave us.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-    let raw = task_ctxs.lookup(&fd.as_raw_fd().to_ne_bytes(), MapFlags::ANY).ok()??;
+    let task = crate::pidfd::TaskFd::open(tid).ok()?;
+    let raw = task_ctxs.lookup(&task.map_key(), MapFlags::ANY).ok()??;
     type TaskCtx = crate::bpf_skel::types::task_ctx;
     if raw.len() < std::mem::size_of::<TaskCtx>() {
         return None;
