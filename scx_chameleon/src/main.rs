@@ -5,13 +5,21 @@ use chameleon::{Opts, Scheduler};
 use clap::Parser;
 use std::ffi::OsString;
 use std::mem::MaybeUninit;
+use std::sync::LazyLock;
 use std::time::Duration;
 use tracing::info;
+
+/// The build id `-V` prints, as the scx schedulers print theirs (scx_utils):
+/// "VERSION-gCOMMIT[-dirty] TARGET[/debug]". The commit is the SCX_GIT_SHA
+/// (and SCX_GIT_DIRTY) that scx_utils was compiled with: scripts/cargo-in-root
+/// sets them from the host's git (the toolchain root has none); a build
+/// without them leaves the commit out.
+static BUILD_ID: LazyLock<String> = LazyLock::new(|| scx_utils::build_id::full_version(env!("CARGO_PKG_VERSION")));
 
 /// A sched_ext scheduler in which a task can borrow neighbouring CPUs to form
 /// a faster execution object (Chameleon, ASPLOS'12).
 #[derive(Debug, Parser)]
-#[command(name = "scx_chameleon", version = env!("CHAMELEON_BUILD_ID"))]
+#[command(name = "scx_chameleon", version = BUILD_ID.as_str())]
 struct Cli {
     #[command(subcommand)]
     cmd: Option<Cmd>,
@@ -589,7 +597,7 @@ fn run() -> Result<()> {
         1 => scx_utils::init_libbpf_logging(Some(libbpf_rs::PrintLevel::Info)),
         _ => scx_utils::init_libbpf_logging(Some(libbpf_rs::PrintLevel::Debug)),
     }
-    info!("scx_chameleon {}{}", env!("CHAMELEON_BUILD_ID"), cli.run_id.map_or(String::new(), |r| format!(", run id {r}")));
+    info!("scx_chameleon {}{}", *BUILD_ID, cli.run_id.map_or(String::new(), |r| format!(", run id {r}")));
 
     if !(cli.stats.is_finite() && cli.stats >= 0.0) {
         anyhow::bail!("--stats must be a number of seconds >= 0 (got {})", cli.stats);

@@ -76,53 +76,32 @@ pub fn cpu_ns(tid: i32) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{tid}/schedstat")).ok()?.split_whitespace().next()?.parse().ok()
 }
 
-/// perf_event_attr up to config1 (PERF_ATTR_SIZE_VER0, 64 bytes).
-#[repr(C)]
-#[derive(Default)]
-struct PerfAttr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-}
-
-const PERF_TYPE_HARDWARE: u32 = 0;
-const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
-const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1;
-const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 2;
-const ATTR_EXCLUDE_KERNEL: u64 = 1 << 5;
-const ATTR_EXCLUDE_HV: u64 = 1 << 6;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
-
 /// Instructions one thread retires in user space, counted while it runs.
 pub struct Instructions(OwnedFd);
 
 impl Instructions {
     pub fn open(tid: i32) -> io::Result<Instructions> {
-        let attr = PerfAttr {
-            kind: PERF_TYPE_HARDWARE,
-            size: std::mem::size_of::<PerfAttr>() as u32,
-            config: PERF_COUNT_HW_INSTRUCTIONS,
+        use perf_event_open_sys::bindings as perf;
+        let mut attr = perf::perf_event_attr {
+            type_: perf::PERF_TYPE_HARDWARE,
+            size: std::mem::size_of::<perf::perf_event_attr>() as u32,
+            config: perf::PERF_COUNT_HW_INSTRUCTIONS as u64,
             // Scaled by enabled / running if the PMU is shared (multiplexed).
-            read_format: PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
-            flags: ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV,
+            read_format: (perf::PERF_FORMAT_TOTAL_TIME_ENABLED | perf::PERF_FORMAT_TOTAL_TIME_RUNNING) as u64,
             ..Default::default()
         };
-        // SAFETY: attr is a valid perf_event_attr of the size it says.
+        attr.set_exclude_kernel(1);
+        attr.set_exclude_hv(1);
+        // SAFETY: attr is a zeroed perf_event_attr but for the fields set
+        // above, of the size it says; it asks only for a counter.
         let fd = unsafe {
-            libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfAttr, tid, -1i32, -1i32, PERF_FLAG_FD_CLOEXEC)
+            perf_event_open_sys::perf_event_open(&mut attr, tid, -1, -1, perf::PERF_FLAG_FD_CLOEXEC as libc::c_ulong)
         };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: a new fd the kernel just gave us.
-        Ok(Instructions(unsafe { OwnedFd::from_raw_fd(fd as i32) }))
+        Ok(Instructions(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
     pub fn read(&self) -> Option<u64> {

@@ -104,3 +104,31 @@ fn a_file_counts_once_it_moves() {
     assert_eq!((s, changed, p.source()), (None, true, Source::None));
     std::fs::remove_file(&path).unwrap();
 }
+
+/// Where the machine has a PMU the counter opens and counts this thread's
+/// instructions; where it has none (the test VM under TCG, many sandboxes)
+/// or the caller may not use it, the kernel says so: never EINVAL or E2BIG,
+/// which would mean a malformed perf_event_attr.
+#[test]
+fn instructions_count_this_thread_or_say_why_not() {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+    match Instructions::open(tid) {
+        Ok(c) => {
+            let before = c.read().expect("a counter that opened reads");
+            let mut x = 0u64;
+            for i in 0..1_000_000u64 {
+                x = std::hint::black_box(x.wrapping_add(i));
+            }
+            let after = c.read().expect("a counter that opened reads");
+            assert!(after >= before + 1_000_000, "a million additions counted as {}", after - before);
+        }
+        Err(e) => {
+            let why = e.raw_os_error();
+            assert!(
+                matches!(why, Some(libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP | libc::EACCES | libc::EPERM)),
+                "perf_event_open refused the attr: {e}"
+            );
+        }
+    }
+}
