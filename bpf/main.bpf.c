@@ -592,7 +592,6 @@ void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 	s32 cpu = task_cpu_of(p);
 	u64 cgid = task_cgroup_id(p);
 	struct task_ctx *tctx;
-	u32 level;
 	u64 wcg;
 
 	tctx = task_ctx(p);
@@ -603,16 +602,18 @@ void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 	wcg = tctx->wcg;
 	__builtin_memset(tctx, 0, sizeof(*tctx));
 	tctx->wcg = wcg;
-	tctx->tags_gen = tags_gen;
 	tctx->cgid = cgid;
 	tctx->vcpu = cpu_valid(cpu) ? cpu : -1;
 	task_vtime_set(p, tctx, cpu_valid(cpu) ? cpu_run(cpu)->vclock : 0);
-
-	level = tag_level(cgid);
-	if (level) {
-		tctx->tagged = 1;
-		emit_demand(p, tctx, cpu, cgid, level);
-	}
+	/*
+	 * Untagged, its tag stale: its first enqueue (a wake, a fork's first
+	 * run, the attach's re-enqueue of a runnable task) reads the tag and a
+	 * tagged task asks for its object then (tag_check). Not here: a task
+	 * asleep at attach would ask for CPUs it does not use, and the
+	 * rotation would serve it in turn, never hearing that it sleeps (a
+	 * task without an object sends no sleep events).
+	 */
+	tctx->tags_gen = tags_gen - 1;
 }
 
 void BPF_STRUCT_OPS(chameleon_disable, struct task_struct *p)
