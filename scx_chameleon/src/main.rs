@@ -441,7 +441,7 @@ fn tags_cmd(socket: &std::path::Path) -> Result<()> {
             return Ok(());
         }
     }
-    for t in tag_store::scan(tag_store::root(), &[], None)?.iter().filter_map(|e| e.listed()) {
+    for t in tag_store::scan(tag_store::root(), &[], None, &mut Default::default())?.iter().filter_map(|e| e.listed()) {
         println!("{t}");
     }
     eprintln!("scx_chameleon is not running: stored tags only (no --tag, no rules)");

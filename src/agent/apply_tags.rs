@@ -9,7 +9,7 @@ use crate::bpf_intf::chameleon_tag;
 use crate::tags::rules::RuleSet;
 use crate::bpf_intf::as_bytes;
 use crate::tags::tag::Props;
-use crate::tags::store::Entry;
+use crate::tags::store::{Entry, RuleMatches};
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use std::collections::{HashMap, HashSet};
@@ -35,11 +35,14 @@ pub struct TagInputs {
     /// Warnings of the last scan (damaged tags, user.* attributes), logged
     /// when they first appear, not at every scan.
     pub warned: HashSet<String>,
+    /// What the rules matched at the last scan (store.rs: a request's scan
+    /// reuses them; set `fresh` to match again).
+    pub matches: RuleMatches,
 }
 
 impl TagInputs {
     pub fn new(extra: Vec<(PathBuf, Props)>, rules_file: Option<PathBuf>, rules: Option<RuleSet>, largest_node: usize) -> Self {
-        TagInputs { extra, rules_file, rules, largest_node, warned: HashSet::new() }
+        TagInputs { extra, rules_file, rules, largest_node, warned: HashSet::new(), matches: RuleMatches::default() }
     }
 
     /// Read and check the rules file; on any error the rules in force stay.
@@ -50,6 +53,7 @@ impl TagInputs {
         let rules = load_rules(file, self.largest_node)?;
         let detail = format!("{} rules from {}", rules.rules.len(), file.display());
         self.rules = Some(rules);
+        self.matches.fresh = true;
         Ok(detail)
     }
 
@@ -93,7 +97,7 @@ fn snapshot(map: &dyn MapCore) -> HashMap<u64, Vec<u8>> {
 /// its parent's entry; the next application corrects it if need be).
 pub fn apply(map: &dyn MapCore, inputs: &mut TagInputs) -> Result<Applied> {
     let before = snapshot(map);
-    let entries = crate::tags::store::scan(crate::tags::store::root(), &inputs.extra, inputs.rules.as_ref())?;
+    let entries = crate::tags::store::scan(crate::tags::store::root(), &inputs.extra, inputs.rules.as_ref(), &mut inputs.matches)?;
     let warnings: HashSet<String> = entries.iter().flat_map(|e| e.warnings.iter().cloned()).collect();
     for w in warnings.difference(&inputs.warned) {
         warn!("{w}");

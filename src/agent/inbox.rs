@@ -31,7 +31,7 @@ pub enum ToLoop {
     /// The tags worker applied the tags: the node manager learns them and,
     /// if the map changed, the tasks are told (tags_gen); then the answer,
     /// if a client asked, goes out (so that once answered, a tag is in force).
-    Tags { tags: HashMap<u64, Props>, changed: bool, reply: Option<(Reply, Response)> },
+    Tags { tags: HashMap<u64, Props>, changed: bool, replies: Vec<(Reply, Response)> },
     /// The module's part of park or unpark `id` is done (ns it took, or why not).
     ModuleDone { id: u64, result: Result<u64, String> },
 }

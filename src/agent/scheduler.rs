@@ -588,14 +588,14 @@ impl<'a> Scheduler<'a> {
                             let _ = reply.send(Response::err("not a request the loop answers"));
                         }
                     },
-                    ToLoop::Tags { tags, changed, reply } => {
+                    ToLoop::Tags { tags, changed, replies } => {
                         if changed || &tags != assign.tags() {
                             assign.set_tags(tags);
                         }
                         if changed {
                             tags_gen.bump();
                         }
-                        if let Some((reply, r)) = reply {
+                        for (reply, r) in replies {
                             let _ = reply.send(r);
                         }
                     }

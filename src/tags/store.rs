@@ -118,8 +118,10 @@ impl Entry {
 /// Every cgroup under `root`, parents before children, with own and
 /// effective tags. `extra` (the start-up `--tag`s) beat stored tags, which
 /// beat `rules` (the first rule matching the cgroup's path and processes).
-pub fn scan(root: &Path, extra: &[(PathBuf, Props)], rules: Option<&RuleSet>) -> Result<Vec<Entry>> {
+pub fn scan(root: &Path, extra: &[(PathBuf, Props)], rules: Option<&RuleSet>, matches: &mut RuleMatches) -> Result<Vec<Entry>> {
     let rules = rules.filter(|r| !r.is_empty());
+    let fresh = matches.fresh;
+    let mut seen = RuleMatches::default();
     let procs = rules.is_some_and(|r| r.needs_procs());
     let mut out = Vec::new();
     let mut stack = vec![(root.to_path_buf(), None::<(Props, PathBuf)>)];
@@ -139,10 +141,15 @@ pub fn scan(root: &Path, extra: &[(PathBuf, Props)], rules: Option<&RuleSet>) ->
         let rule = match (rules, flag, &stored) {
             // The root is never tagged: every task would inherit it.
             (Some(rules), None, Ok(None)) if dir != root => {
-                let rel = dir.strip_prefix(root).unwrap_or(&dir);
-                let (comms, uids) = if procs { crate::tags::cgroup_procs::read(&dir) } else { Default::default() };
-                let facts = Facts { path: format!("/{}", rel.display()), comms, uids };
-                rules.first_match(&facts).map(|r| (r.props, rules.source(r)))
+                let known = (!fresh).then(|| matches.by_cgroup.get(&id).cloned()).flatten();
+                let m = known.unwrap_or_else(|| {
+                    let rel = dir.strip_prefix(root).unwrap_or(&dir);
+                    let (comms, uids) = if procs { crate::tags::cgroup_procs::read(&dir) } else { Default::default() };
+                    let facts = Facts { path: format!("/{}", rel.display()), comms, uids };
+                    rules.first_match(&facts).map(|r| (r.props, rules.source(r)))
+                });
+                seen.by_cgroup.insert(id, m.clone());
+                m
             }
             _ => None,
         };
@@ -163,7 +170,21 @@ pub fn scan(root: &Path, extra: &[(PathBuf, Props)], rules: Option<&RuleSet>) ->
         }
         out.push(Entry { path: dir, id, own: d.own, effective: d.effective, error, source: d.source, warnings });
     }
+    *matches = seen;
     Ok(out)
+}
+
+/// What the rules matched per cgroup at the last scan. Matching a rule on
+/// comm or uid reads /proc of every process of the cgroup: seconds over
+/// thousands of processes. A scan made for a request (a stored tag changed)
+/// takes the last matches of the cgroups it knows, reading only new ones;
+/// the periodic scans (`fresh`) match everything again, so a process that
+/// moved in or renamed itself is seen within one period.
+#[derive(Debug, Default)]
+pub struct RuleMatches {
+    by_cgroup: std::collections::HashMap<u64, Option<(Props, Source)>>,
+    /// Match every cgroup again at the next scan.
+    pub fresh: bool,
 }
 
 /// The default root of the scan.
