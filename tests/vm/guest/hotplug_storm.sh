@@ -8,7 +8,8 @@
 # step, the agent alive, at least one offline done (a refused one is counted
 # and reported), every CPU online at the end, no stall in the kernel log
 # (tests/vm/run fails the run on a sched_ext error), and stress-ng completing
-# its run with status 0. That the tagged task fuses: fuse events for it during
+# its run with status 0 (stopped by SIGINT once the checks below are done,
+# as attach_cycle.sh stops its own). That the tagged task fuses: fuse events for it during
 # the storm, and afterwards, stress-ng still on every CPU, its object's lent
 # CPU idling (/proc/stat), which no CPU does while stress-ng can run there
 # unless it is lent.
@@ -83,6 +84,10 @@ set -- $k
 ok "after the storm: pid $tagged on [$PAIR_REP, $PAIR_LENT] ran $1 ‰ of 2 s; its lent CPU $lent idled $2 ‰ with stress-ng runnable on every CPU"
 [ "$2" -ge 100 ] || storm_fail "CPU $lent idled $2 ‰ with stress-ng runnable there: the object is not fused in the kernel's accounting"
 still_running "$tagged"
+# Its run ends here, as at its timeout (which only bounds it: the checks
+# above need it running): SIGINT, and it reports as a timed run does. Waiting
+# out the timeout instead idled ~25 s of every run.
+kill -INT "$load"
 wait "$load"
 rc=$?
 [ "$rc" = 0 ] || { tail -n 20 /tmp/stress.log; storm_fail "stress-ng exited $rc"; }
