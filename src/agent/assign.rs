@@ -10,6 +10,7 @@
 //! BPF -> event -> here -> map.
 
 use crate::agent::auto_taxes::AutoTaxes;
+use crate::agent::cpu_presence::CpuPresence;
 use crate::agent::decisions::{monotonic_ns, DECISIONS};
 use crate::agent::every::Every;
 use crate::agent::object_map::{no_object, ObjectMap, Track};
@@ -48,11 +49,8 @@ pub struct Assigner {
     /// What the node manager keeps CPUs native for.
     untagged: UntaggedLoad,
     status: Status,
-    /// Read the topology again when an unknown CPU comes online, this way
-    /// (None: the nodes were given by --node-cpus).
-    reread_topology: Option<crate::nodes::node::TopologyOpts>,
-    /// CPUs parked (`scx_chameleon park`): not there for the node manager.
-    parked: std::collections::BTreeSet<usize>,
+    /// The CPUs the node manager may use: online, and not parked.
+    cpus: CpuPresence,
     /// Task-exit events are ignored (bench: Chameleon Fig. 6, "3*"); a gone
     /// task is then found by the sleeper release or the reconcile.
     ignore_exits: bool,
@@ -74,8 +72,7 @@ impl Assigner {
             audit: Every::new(AUDIT_EVERY),
             untagged: UntaggedLoad::default(),
             status,
-            reread_topology,
-            parked: Default::default(),
+            cpus: CpuPresence::new(reread_topology),
             ignore_exits: false,
             rotation: Every::new(Duration::from_millis(30)),
             auto: AutoTaxes::default(),
@@ -277,19 +274,8 @@ impl Assigner {
                     _ => Vec::new(),
                 }
             }
-            Kind::CpuOffline if ev.cpu >= 0 => self.manager.set_online(ev.cpu as usize, false),
-            Kind::CpuOnline if ev.cpu >= 0 => {
-                let cpu = ev.cpu as usize;
-                let mut changes = self.manager.set_online(cpu, !self.parked.contains(&cpu));
-                // Offline at start, so not in the topology we read: read it again.
-                if let (false, Some(opts)) = (self.manager.has_cpu(cpu), &self.reread_topology) {
-                    match crate::nodes::node::from_topology(opts) {
-                        Ok(nodes) => changes = self.manager.set_nodes(nodes),
-                        Err(e) => warn!("re-reading the topology after cpu{cpu} came online: {e:#}"),
-                    }
-                }
-                changes
-            }
+            Kind::CpuOffline if ev.cpu >= 0 => self.cpus.offline(&mut self.manager, ev.cpu as usize),
+            Kind::CpuOnline if ev.cpu >= 0 => self.cpus.online(&mut self.manager, ev.cpu as usize),
             _ => Vec::new(),
         };
         self.publish(map, changes, Some(ev.ts_ns));
@@ -335,24 +321,12 @@ impl Assigner {
     }
 
     pub fn parked(&self) -> &std::collections::BTreeSet<usize> {
-        &self.parked
+        self.cpus.parked()
     }
 
-    /// CPUs parked or unparked: the node manager no longer places objects on
-    /// a parked CPU (the policy has split those it was part of already).
+    /// CPUs parked or unparked (CpuPresence::park).
     pub fn set_parked(&mut self, map: &dyn MapCore, cpus: &[usize], park: bool) {
-        let online = crate::nodes::node::online_cpus().unwrap_or_default();
-        let mut changes = Vec::new();
-        for &cpu in cpus {
-            if park {
-                self.parked.insert(cpu);
-            } else {
-                self.parked.remove(&cpu);
-            }
-            if self.manager.has_cpu(cpu) {
-                changes.extend(self.manager.set_online(cpu, !park && online.contains(&cpu)));
-            }
-        }
+        let changes = self.cpus.park(&mut self.manager, cpus, park);
         self.publish(map, changes, None);
     }
 
@@ -389,13 +363,8 @@ impl Assigner {
             changes.extend(self.manager.set_allowed(pid, crate::nodes::affinity::of(pid)));
         }
         // A cpu_online/cpu_offline event lost (ring buffer full) would leave
-        // the CPU list wrong for good: the kernel's own list decides.
-        if let Ok(online) = crate::nodes::node::online_cpus() {
-            let cpus: Vec<usize> = self.manager.cpus().collect();
-            for cpu in cpus {
-                changes.extend(self.manager.set_online(cpu, online.contains(&cpu) && !self.parked.contains(&cpu)));
-            }
-        }
+        // the CPU list wrong for good.
+        changes.extend(self.cpus.recheck(&mut self.manager));
         // Runnable tasks other than the tagged ones and this agent.
         if let Some(n) = self.untagged.due(self.manager.untagged_load()) {
             debug!(target: DECISIONS, "untagged load={n}: runnable untagged tasks");

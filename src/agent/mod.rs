@@ -7,6 +7,7 @@
 pub mod apply_tags;
 pub mod assign;
 pub mod auto_taxes;
+pub mod cpu_presence;
 pub mod decisions;
 pub mod every;
 pub mod inbox;
