@@ -9,161 +9,55 @@
 //! by BPF's count of its runnable tasks. Data flows one way: tag -> map ->
 //! BPF -> event -> here -> map.
 
-use crate::nodes::auto_tax::{Controller, Decision, Phase};
+use crate::agent::auto_taxes::AutoTaxes;
+use crate::agent::cpu_presence::CpuPresence;
+use crate::agent::decisions::{monotonic_ns, DECISIONS};
+use crate::agent::every::Every;
+use crate::agent::object_map::{no_object, ObjectMap, Track};
+use crate::agent::requesters::{Requester, Requesters};
+use crate::agent::sleepers::Sleepers;
+use crate::agent::untagged_load::UntaggedLoad;
 use crate::bpf_intf;
 use crate::report::event::{Event, Kind};
-use crate::nodes::fast_share::Member;
 use crate::nodes::node_manager::{Change, NodeManager, Object, Request};
-use crate::agent::object_map::{no_object, ObjectMap, Track};
 use crate::report::status::{Live, Status};
-use crate::tags::tag::{tax_text, Prio, Props};
+use crate::tags::tag::Props;
 use libbpf_rs::{MapCore, MapFlags};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
-
-/// The tracing target of the agent's decisions, one debug line each:
-/// `assign pid=… cpus=… gen=… tax=… ts_ns=…`, `unassign pid=… ts_ns=…`,
-/// `rebalanced changes=… after_us=…`, `untagged load=…`, `autotax pid=…`.
-/// Off unless asked (`--log-level info,decisions=debug`): the VM tests and
-/// benches read them from the log; an agent in service does not pay for
-/// formatting a line per rotation.
-pub const DECISIONS: &str = "decisions";
 
 pub const RECONCILE_EVERY: Duration = Duration::from_secs(1);
 /// The node manager decides incrementally; this often a full recompute
 /// checks that it still decides the same (and corrects it if not).
 pub const AUDIT_EVERY: Duration = Duration::from_secs(10);
-/// A tagged task asleep this long gives its object up until it wakes: CPUs
-/// are not reserved for a thread that does not run (§4.3.5).
-pub const SLEEP_RELEASE: Duration = Duration::from_millis(100);
-/// Reconciles in a row a new untagged load must be seen before it counts.
-const UNTAGGED_STEADY: u32 = 3;
-const AUTO_EVERY: Duration = Duration::from_millis(crate::nodes::auto_tax::INTERVAL_MS);
-
-/// A tagged task whose tag says `tax=auto`: its controller, where its
-/// progress comes from, and what is published for it now.
-struct AutoTask {
-    ctl: Controller,
-    probe: crate::nodes::progress::Probe,
-    now: Decision,
-    /// The tax last printed, and whether a speed-up was printed with it:
-    /// the first estimate is printed even if it leaves the tax where it
-    /// was (a task measured at 1.3x stays at 1.00, and a reader of the log
-    /// would see no speed-up at all).
-    shown: Option<(u32, bool)>,
-}
-
-impl AutoTask {
-    fn new(pid: i32) -> Self {
-        let ctl = Controller::new();
-        let now = Decision { tax: ctl.tax(), withdraw: false };
-        AutoTask { ctl, probe: crate::nodes::progress::Probe::new(pid), now, shown: None }
-    }
-}
 
 pub struct Assigner {
     manager: NodeManager,
     /// Tagged cgroups: id -> properties.
     tags: HashMap<u64, Props>,
-    /// Tagged tasks alive: pid -> their cgroup's properties, object level, cgroup id.
-    requesters: HashMap<i32, (Props, u32, u64)>,
+    /// Tagged tasks alive, and where each was last seen.
+    requesters: Requesters,
     /// The policy's `assignments` map, written through a pidfd per requester.
     objects: ObjectMap,
-    /// The CPU each requester's last event came from: where it waits, for
-    /// the rotation to make a representative nearby (no /proc read per
-    /// waiter per rotation on the loop).
-    seen_on: HashMap<i32, usize>,
-    /// Tagged tasks asleep, since when; and those whose object was released for it.
-    asleep: HashMap<i32, Instant>,
-    dormant: HashSet<i32>,
-    last_reconcile: Instant,
-    last_audit: Instant,
-    /// Runnable-untagged samples since the last reconcile (one per agent loop).
-    running_samples: Vec<usize>,
-    /// A higher untagged-load estimate and how many reconciles in a row saw
-    /// it (see untagged_step).
-    untagged_next: Option<(usize, u32)>,
+    /// Requesters asleep, and those whose object was released for it.
+    sleepers: Sleepers,
+    /// Once a second: tasks gone unheard, affinities, CPUs, untagged load.
+    reconcile: Every,
+    /// The node manager's full recompute (AUDIT_EVERY).
+    audit: Every,
+    /// What the node manager keeps CPUs native for.
+    untagged: UntaggedLoad,
     status: Status,
-    /// Read the topology again when an unknown CPU comes online, this way
-    /// (None: the nodes were given by --node-cpus).
-    reread_topology: Option<crate::nodes::node::TopologyOpts>,
-    /// CPUs parked (`scx_chameleon park`): not there for the node manager.
-    parked: std::collections::BTreeSet<usize>,
+    /// The CPUs the node manager may use: online, and not parked.
+    cpus: CpuPresence,
     /// Task-exit events are ignored (bench: Chameleon Fig. 6, "3*"); a gone
     /// task is then found by the sleeper release or the reconcile.
     ignore_exits: bool,
-    /// Accounting period of the fast contexts, and when the last one started.
-    share_period: Duration,
-    last_rotate: Instant,
-    /// Requesters whose tax is automatic (auto_tax.rs), by pid.
-    auto: HashMap<i32, AutoTask>,
-    last_auto: Instant,
-}
-
-/// Nanoseconds on the clock bpf_ktime_get_ns() uses, to time decisions
-/// against the events that caused them.
-pub fn monotonic_ns() -> u64 {
-    crate::report::metrics::clock_ns(nix::time::ClockId::CLOCK_MONOTONIC)
-}
-
-/// One reconcile of the untagged-load estimate: `current` is in force, `seen`
-/// the load measured over the last second, `pending` a higher load seen
-/// before (the lowest of a streak) and for how many reconciles in a row.
-/// Returns the load to apply now, if any, and the new `pending`.
-///
-/// Asymmetric on purpose: taking CPUs from objects (a higher load) splits
-/// them, so the load must hold for UNTAGGED_STEADY reconciles and a shell or
-/// a short job does not make objects flap; a lower load leaves CPUs idle, so
-/// it applies at once (a task that was untagged and is now tagged gets its
-/// whole object back within a reconcile). Shrinks are thus at most one per
-/// UNTAGGED_STEADY seconds.
-pub fn untagged_step(current: usize, seen: usize, pending: Option<(usize, u32)>) -> (Option<usize>, Option<(usize, u32)>) {
-    if seen == current {
-        return (None, None);
-    }
-    if seen < current {
-        return (Some(seen), None);
-    }
-    // Higher than in force: the streak goes on even if the load moves, and
-    // what applies is the lowest seen in it (a load that flickered between 4
-    // and 5 restarted an exact-match streak for 10 s in contention).
-    let (low, k) = match pending {
-        Some((n, k)) => (n.min(seen), k + 1),
-        None => (seen, 1),
-    };
-    if k >= UNTAGGED_STEADY {
-        (Some(low), None)
-    } else {
-        (None, Some((low, k)))
-    }
-}
-
-/// The untagged load that held over a reconcile window: the 10th percentile
-/// of its samples, which are cleared. The count comes from the policy
-/// (cpu_stats[].nr_untagged), exact at each instant, so what this filters is
-/// what did not last: a shell's commands, kworkers, a CLI polling the agent
-/// (present in most samples under TCG, but not in nine in ten), and the rare
-/// sample taken while a task was between stopping() and runnable() for a
-/// property change (under TCG a vCPU can stop for milliseconds inside that
-/// window; the minimum, which one such sample defeats, missed 4 steady
-/// spinners for 20 s in a make test). It used to be /proc/stat's
-/// procs_running, which also misses migrating tasks.
-pub fn steady_running(samples: &mut Vec<usize>) -> Option<usize> {
-    if samples.is_empty() {
-        return None;
-    }
-    samples.sort_unstable();
-    let p10 = samples[samples.len() / 10];
-    samples.clear();
-    Some(p10)
-}
-
-/// Runnable untagged tasks from the policy's per-CPU counts, whose sum alone
-/// is meaningful (a task may wake on one CPU and sleep on another).
-pub fn untagged_runnable(per_cpu: impl IntoIterator<Item = u64>) -> usize {
-    let sum = per_cpu.into_iter().fold(0u64, |a, n| a.wrapping_add(n)) as i64;
-    sum.max(0) as usize
+    /// The accounting period of the fast contexts.
+    rotation: Every,
+    /// Requesters whose tax is automatic.
+    auto: AutoTaxes,
 }
 
 impl Assigner {
@@ -171,29 +65,23 @@ impl Assigner {
         Assigner {
             manager,
             tags,
-            requesters: HashMap::new(),
+            requesters: Requesters::default(),
             objects: ObjectMap::default(),
-            seen_on: HashMap::new(),
-            asleep: HashMap::new(),
-            dormant: HashSet::new(),
-            last_reconcile: Instant::now(),
-            last_audit: Instant::now(),
-            running_samples: Vec::new(),
-            untagged_next: None,
+            sleepers: Sleepers::default(),
+            reconcile: Every::new(RECONCILE_EVERY),
+            audit: Every::new(AUDIT_EVERY),
+            untagged: UntaggedLoad::default(),
             status,
-            reread_topology,
-            parked: Default::default(),
+            cpus: CpuPresence::new(reread_topology),
             ignore_exits: false,
-            share_period: Duration::from_millis(30),
-            last_rotate: Instant::now(),
-            auto: HashMap::new(),
-            last_auto: Instant::now(),
+            rotation: Every::new(Duration::from_millis(30)),
+            auto: AutoTaxes::default(),
         }
     }
 
     /// The accounting period of the fast contexts (`--share-period-ms`).
     pub fn with_share_period(mut self, period: Duration) -> Self {
-        self.share_period = period;
+        self.rotation = Every::new(period);
         self
     }
 
@@ -206,9 +94,9 @@ impl Assigner {
     /// The tax a task pays now: its tag's, or its controller's (always
     /// 1..=10000: an auto tag's 0 never reaches BPF).
     fn tax_of(&self, pid: i32) -> u32 {
-        match (self.auto.get(&pid), self.requesters.get(&pid)) {
-            (Some(a), _) => a.now.tax,
-            (None, Some((p, _, _))) if !p.auto_tax() => p.tax,
+        match (self.auto.tax(pid), self.requesters.get(pid)) {
+            (Some(tax), _) => tax,
+            (None, Some(r)) if !r.props.auto_tax() => r.props.tax,
             _ => crate::tags::tag::TAX_ONE,
         }
     }
@@ -221,7 +109,7 @@ impl Assigner {
             generation: obj.gen,
             tax: self.tax_of(pid),
             // uni: the core stays its owner's while it runs (see intf.h).
-            flags: match self.requesters.get(&pid).map(|(p, _, _)| p.smt) {
+            flags: match self.requesters.get(pid).map(|r| r.props.smt) {
                 Some(crate::tags::tag::Smt::Uni) => bpf_intf::chameleon_assign_flags_CHAMELEON_ASSIGN_HOLD,
                 // kwork: held as well, its sibling the kernel-work context.
                 Some(crate::tags::tag::Smt::Kwork) => {
@@ -260,7 +148,7 @@ impl Assigner {
                     );
                     // Withdrawn for a native sample (auto tax): published
                     // when that ends, from the manager's object then.
-                    if self.auto.get(&ch.pid).is_some_and(|a| a.now.withdraw) {
+                    if self.auto.withdrawn(ch.pid) {
                         continue;
                     }
                     if let Err(e) = self.objects.write(map, ch.pid, &value) {
@@ -309,11 +197,6 @@ impl Assigner {
         crate::tags::tag::claim(props.weight, cpu_weight)
     }
 
-    /// A requester's class in the fast queue: its tag's prio, its cgroup.
-    fn member(props: &Props, cgid: u64) -> Member {
-        Member { high: props.prio == Prio::High, group: cgid }
-    }
-
     /// A cgroup's runnable tasks as BPF counts them (cg_weights, cgroups
     /// with the cpu controller): sleep events come only from tasks holding
     /// an object, so this is what sees a waiter's sleep.
@@ -329,8 +212,8 @@ impl Assigner {
 
     pub fn handle(&mut self, ev: &Event, map: &dyn MapCore, tags: &dyn MapCore, cg_weights: &dyn MapCore) {
         if let Ok(cpu) = usize::try_from(ev.cpu) {
-            if matches!(ev.kind, Kind::Demand) || self.requesters.contains_key(&ev.pid) {
-                self.seen_on.insert(ev.pid, cpu);
+            if matches!(ev.kind, Kind::Demand) || self.requesters.contains(ev.pid) {
+                self.requesters.seen(ev.pid, cpu);
             }
         }
         let changes = match ev.kind {
@@ -345,21 +228,22 @@ impl Assigner {
                         // Gone already: its exit follows (or was lost).
                         Err(_) => break 'demand self.drop_state(ev.pid),
                     };
-                    let old = self.requesters.insert(ev.pid, (props, ev.level, ev.cgroup_id));
+                    let req = Requester { props, level: ev.level, cgroup: ev.cgroup_id };
+                    let old = self.requesters.insert(ev.pid, req);
                     if props.auto_tax() {
-                        self.auto.entry(ev.pid).or_insert_with(|| AutoTask::new(ev.pid));
+                        self.auto.track(ev.pid);
                     } else {
                         // Retagged to a fixed tax: published below with it
                         // (and no longer withdrawn).
-                        self.auto.remove(&ev.pid);
+                        self.auto.forget(ev.pid);
                     }
                     let weight = Self::claim_of(&props, ev.cgroup_id, cg_weights);
-                    let member = Self::member(&props, ev.cgroup_id);
+                    let member = req.member();
                     // Its affinity before its first placement (no change to publish yet).
                     changes.extend(self.manager.set_allowed(ev.pid, crate::nodes::affinity::of(ev.pid)));
                     changes.extend(self.manager.request_as(ev.pid, Request { level: ev.level, weight }, member));
                     // Same CPUs but a new tax: BPF still needs the new value.
-                    if old.is_some_and(|(p, _, _)| p != props) && !changes.iter().any(|c| c.pid == ev.pid) {
+                    if old.is_some_and(|o| o.props != props) && !changes.iter().any(|c| c.pid == ev.pid) {
                         if let Some(o) = self.manager.object(ev.pid) {
                             changes.push(Change { pid: ev.pid, object: Some(o.clone()) });
                         }
@@ -372,37 +256,26 @@ impl Assigner {
             Kind::TaskExit if self.ignore_exits => Vec::new(),
             // Gone from sched_ext: the kernel frees its value with it.
             Kind::TaskExit => self.withdraw(map, ev.pid),
-            Kind::Sleep if self.requesters.contains_key(&ev.pid) => {
-                self.asleep.entry(ev.pid).or_insert_with(Instant::now);
+            Kind::Sleep if self.requesters.contains(ev.pid) => {
+                self.sleepers.sleep(ev.pid, Instant::now());
                 self.manager.set_awake(ev.pid, false);
                 Vec::new()
             }
             Kind::Wake => {
-                self.asleep.remove(&ev.pid);
+                let was_dormant = self.sleepers.wake(ev.pid);
                 self.manager.set_awake(ev.pid, true);
-                match (self.dormant.remove(&ev.pid), self.requesters.get(&ev.pid)) {
-                    (true, Some(&(p, level, cgid))) => {
-                        let weight = Self::claim_of(&p, cgid, cg_weights);
+                match (was_dormant, self.requesters.get(ev.pid).copied()) {
+                    (true, Some(r)) => {
+                        let weight = Self::claim_of(&r.props, r.cgroup, cg_weights);
                         let mut changes = self.manager.set_allowed(ev.pid, crate::nodes::affinity::of(ev.pid));
-                        changes.extend(self.manager.request_as(ev.pid, Request { level, weight }, Self::member(&p, cgid)));
+                        changes.extend(self.manager.request_as(ev.pid, Request { level: r.level, weight }, r.member()));
                         changes
                     }
                     _ => Vec::new(),
                 }
             }
-            Kind::CpuOffline if ev.cpu >= 0 => self.manager.set_online(ev.cpu as usize, false),
-            Kind::CpuOnline if ev.cpu >= 0 => {
-                let cpu = ev.cpu as usize;
-                let mut changes = self.manager.set_online(cpu, !self.parked.contains(&cpu));
-                // Offline at start, so not in the topology we read: read it again.
-                if let (false, Some(opts)) = (self.manager.has_cpu(cpu), &self.reread_topology) {
-                    match crate::nodes::node::from_topology(opts) {
-                        Ok(nodes) => changes = self.manager.set_nodes(nodes),
-                        Err(e) => warn!("re-reading the topology after cpu{cpu} came online: {e:#}"),
-                    }
-                }
-                changes
-            }
+            Kind::CpuOffline if ev.cpu >= 0 => self.cpus.offline(&mut self.manager, ev.cpu as usize),
+            Kind::CpuOnline if ev.cpu >= 0 => self.cpus.online(&mut self.manager, ev.cpu as usize),
             _ => Vec::new(),
         };
         self.publish(map, changes, Some(ev.ts_ns));
@@ -419,16 +292,22 @@ impl Assigner {
         self.drop_state(pid)
     }
 
-    /// Everything the agent knows of requester `pid` but its pidfd.
+    /// Everything the agent knows of requester `pid` but its pidfd, and the
+    /// CPUs it held back to the node manager (the changes to publish).
     fn drop_state(&mut self, pid: i32) -> Vec<Change> {
-        self.asleep.remove(&pid);
-        self.dormant.remove(&pid);
-        self.auto.remove(&pid);
-        self.seen_on.remove(&pid);
-        if self.requesters.remove(&pid).is_none() {
+        if !self.forget(pid) {
             return Vec::new();
         }
         self.manager.release(pid)
+    }
+
+    /// Everything the agent knows of `pid` but its pidfd and its place in
+    /// the node manager: whether it was a requester. The one place that
+    /// knows every per-pid record.
+    fn forget(&mut self, pid: i32) -> bool {
+        self.sleepers.forget(pid);
+        self.auto.forget(pid);
+        self.requesters.forget(pid)
     }
 
     /// The tags in force, by cgroup id.
@@ -442,24 +321,12 @@ impl Assigner {
     }
 
     pub fn parked(&self) -> &std::collections::BTreeSet<usize> {
-        &self.parked
+        self.cpus.parked()
     }
 
-    /// CPUs parked or unparked: the node manager no longer places objects on
-    /// a parked CPU (the policy has split those it was part of already).
+    /// CPUs parked or unparked (CpuPresence::park).
     pub fn set_parked(&mut self, map: &dyn MapCore, cpus: &[usize], park: bool) {
-        let online = crate::nodes::node::online_cpus().unwrap_or_default();
-        let mut changes = Vec::new();
-        for &cpu in cpus {
-            if park {
-                self.parked.insert(cpu);
-            } else {
-                self.parked.remove(&cpu);
-            }
-            if self.manager.has_cpu(cpu) {
-                changes.extend(self.manager.set_online(cpu, !park && online.contains(&cpu)));
-            }
-        }
+        let changes = self.cpus.park(&mut self.manager, cpus, park);
         self.publish(map, changes, None);
     }
 
@@ -472,33 +339,22 @@ impl Assigner {
     /// (`task_ctxs`: BPF's task contexts, for fused time); once a second drop
     /// requesters that are gone and keep CPUs native for the untagged load.
     pub fn tick(&mut self, map: &dyn MapCore, task_ctxs: &dyn MapCore, untagged_now: usize) {
-        self.running_samples.push(untagged_now);
-        let sleepers: Vec<i32> = self
-            .asleep
-            .iter()
-            .filter(|(pid, since)| since.elapsed() >= SLEEP_RELEASE && !self.dormant.contains(pid))
-            .map(|(&pid, _)| pid)
-            .collect();
-        for pid in sleepers {
-            self.dormant.insert(pid);
+        self.untagged.sample(untagged_now);
+        for pid in self.sleepers.due_release(Instant::now()) {
             let changes = self.manager.release(pid);
             self.publish(map, changes, None);
         }
         self.auto_tick(map, task_ctxs);
-        if self.last_reconcile.elapsed() < RECONCILE_EVERY {
+        if !self.reconcile.start_if_due() {
             return;
         }
-        self.last_reconcile = Instant::now();
         // Gone by their pidfds (an exit event lost, or ignored): /proc/PID
         // would answer for a newcomer that was given the pid.
         let gone = self.objects.exited();
         for &pid in &gone {
             self.objects.forget(pid);
-            self.requesters.remove(&pid);
-            self.seen_on.remove(&pid);
-            self.asleep.remove(&pid);
-            self.dormant.remove(&pid);
-            self.auto.remove(&pid);
+            // The node manager's reconcile releases it.
+            self.forget(pid);
         }
         let mut changes = self.manager.reconcile(|pid| !gone.contains(&pid));
         // Affinity changes (taskset, cpuset) send no event: read them here.
@@ -507,24 +363,14 @@ impl Assigner {
             changes.extend(self.manager.set_allowed(pid, crate::nodes::affinity::of(pid)));
         }
         // A cpu_online/cpu_offline event lost (ring buffer full) would leave
-        // the CPU list wrong for good: the kernel's own list decides.
-        if let Ok(online) = crate::nodes::node::online_cpus() {
-            let cpus: Vec<usize> = self.manager.cpus().collect();
-            for cpu in cpus {
-                changes.extend(self.manager.set_online(cpu, online.contains(&cpu) && !self.parked.contains(&cpu)));
-            }
-        }
+        // the CPU list wrong for good.
+        changes.extend(self.cpus.recheck(&mut self.manager));
         // Runnable tasks other than the tagged ones and this agent.
-        if let Some(seen) = steady_running(&mut self.running_samples) {
-            let (apply, next) = untagged_step(self.manager.untagged_load(), seen, self.untagged_next);
-            self.untagged_next = next;
-            if let Some(n) = apply {
-                debug!(target: DECISIONS, "untagged load={n}: runnable untagged tasks");
-                changes.extend(self.manager.set_untagged_load(n));
-            }
+        if let Some(n) = self.untagged.due(self.manager.untagged_load()) {
+            debug!(target: DECISIONS, "untagged load={n}: runnable untagged tasks");
+            changes.extend(self.manager.set_untagged_load(n));
         }
-        if self.last_audit.elapsed() >= AUDIT_EVERY {
-            self.last_audit = Instant::now();
+        if self.audit.start_if_due() {
             let audit = self.manager.audit();
             if let Some(m) = audit.mismatch {
                 warn!("node manager: the incremental rebalance differs from the full recompute ({m:.300}); publishing the full recompute's");
@@ -537,14 +383,13 @@ impl Assigner {
     /// How long until the next accounting period is due, while requesters
     /// outnumber the pairs (None: nothing rotates, no need to wake for it).
     pub fn until_rotation(&self) -> Option<Duration> {
-        self.manager.contended().then(|| self.share_period.saturating_sub(self.last_rotate.elapsed()))
+        self.manager.contended().then(|| self.rotation.remaining())
     }
 
     /// How long past due the next rotation is, if it is due and the loop
     /// woke for it (contended): its lateness, for the loop's histogram.
     pub fn rotation_overdue(&self) -> Option<Duration> {
-        let since = self.last_rotate.elapsed();
-        (self.manager.contended() && !self.requesters.is_empty() && since >= self.share_period).then(|| since - self.share_period)
+        (self.manager.contended() && !self.requesters.is_empty()).then(|| self.rotation.overdue()).flatten()
     }
 
     /// Start an accounting period if one is due: the node manager decides
@@ -552,20 +397,14 @@ impl Assigner {
     /// it only clears the queue's books (and reads no BPF map).
     /// Whether one started.
     pub fn rotate(&mut self, map: &dyn MapCore, cg_weights: &dyn MapCore) -> bool {
-        if self.requesters.is_empty() || self.last_rotate.elapsed() < self.share_period {
+        if self.requesters.is_empty() || !self.rotation.start_if_due() {
             return false;
         }
-        self.last_rotate = Instant::now();
         let changes = if self.manager.contended() {
             // Where those without a pair wait: one that gains a pair around
             // that CPU is its representative there (node_manager/mod.rs), so
             // fewer tasks migrate.
-            let waiting: BTreeMap<i32, usize> = self
-                .requesters
-                .keys()
-                .filter(|&&pid| self.manager.object(pid).is_none())
-                .filter_map(|&pid| Some((pid, *self.seen_on.get(&pid)?)))
-                .collect();
+            let waiting = self.requesters.waiting_at(|pid| self.manager.object(pid).is_none());
             self.manager.rotate_at(|cgid| Self::runnable_of(cg_weights, cgid), waiting)
         } else {
             self.manager.rotate()
@@ -574,64 +413,13 @@ impl Assigner {
         true
     }
 
-    /// Each auto-tax task's controller, once per interval (auto_tax.rs):
-    /// sample it, and publish what it decides through its assignment like
-    /// any tax, or withdraw the assignment for a native exploration (the
-    /// node manager keeps the object: it comes back as it was, and a
-    /// rebalance meanwhile is published when it does).
+    /// The automatic taxes' interval (auto_taxes.rs): what their
+    /// controllers decide is published through the assignment like any tax,
+    /// or the assignment withdrawn for a native exploration (the node
+    /// manager keeps the object: it comes back as it was, and a rebalance
+    /// meanwhile is published when it does).
     fn auto_tick(&mut self, map: &dyn MapCore, task_ctxs: &dyn MapCore) {
-        if self.auto.is_empty() || self.last_auto.elapsed() < AUTO_EVERY {
-            return;
-        }
-        self.last_auto = Instant::now();
-        let pids: Vec<i32> = self.auto.keys().copied().collect();
-        for pid in pids {
-            let fused = crate::nodes::progress::fused_ns(task_ctxs, pid);
-            let Some(at) = self.auto.get_mut(&pid) else { continue };
-            let (sample, changed) = at.probe.sample(monotonic_ns(), fused);
-            if changed {
-                at.ctl.reset_samples();
-                debug!(target: DECISIONS, "autotax pid={pid} source={}", at.probe.source().name());
-            }
-            if let Some(s) = sample {
-                debug!(
-                    "autotax pid={pid} sample wall_us={} cpu_us={} fused_us={} progress={} phase={:?}",
-                    s.wall_ns / 1000,
-                    s.cpu_ns / 1000,
-                    s.fused_ns / 1000,
-                    s.progress,
-                    at.ctl.phase()
-                );
-            }
-            let was = at.now;
-            at.now = at.ctl.step(sample);
-            let now = at.now;
-            if let Some(r) = at.ctl.take_pair() {
-                debug!("autotax pid={pid} pair={r:.3} pairs={}", at.ctl.pairs());
-            }
-            let explore = match at.ctl.phase() {
-                Phase::ExploreNative if !was.withdraw => Some("native"),
-                Phase::ExploreFused if was.tax != now.tax => Some("fused"),
-                _ => None,
-            };
-            if let Some(kind) = explore {
-                // Once it has its first ratios there is one every 3 s: debug.
-                if at.ctl.pairs() < crate::nodes::auto_tax::MIN_PAIRS {
-                    debug!(target: DECISIONS, "autotax pid={pid} explore={kind}");
-                } else {
-                    debug!("autotax pid={pid} explore={kind}");
-                }
-            }
-            let tax = at.ctl.tax();
-            let shown = Some((tax, at.ctl.speedup().is_some()));
-            if at.shown != shown {
-                at.shown = shown;
-                let speedup = at.ctl.speedup().map_or("-".into(), |s| format!("{s:.2}"));
-                debug!(target: DECISIONS, "autotax pid={pid} speedup={speedup} tax={}", tax_text(tax));
-            }
-            if now == was {
-                continue;
-            }
+        for (pid, now) in self.auto.tick(task_ctxs) {
             let Some(o) = self.manager.object(pid) else { continue };
             let r = if now.withdraw {
                 // BPF splits a fused object at its next tick (RETAG).
@@ -651,7 +439,7 @@ impl Assigner {
     /// Some tagged task is known: the untagged load is sampled and
     /// sleepers are aged at the busy pace.
     pub fn busy(&self) -> bool {
-        !self.requesters.is_empty() || !self.asleep.is_empty()
+        !self.requesters.is_empty() || !self.sleepers.is_empty()
     }
 
     /// Is the status file due? Once a second (`force`), not at every
@@ -682,27 +470,8 @@ impl Assigner {
     fn complete(&self, mut live: Live) -> Live {
         live.tags = self.tags.iter().map(|(&id, p)| (id, p.encode())).collect();
         live.tags.sort();
-        live.owners = self.requesters.iter().map(|(&pid, &(_, _, cg))| (pid, cg)).collect();
-        live.auto_tax = self
-            .auto
-            .iter()
-            .map(|(&pid, a)| crate::report::status::AutoTaxStatus {
-                pid,
-                tax: a.ctl.tax(),
-                speedup: a.ctl.speedup().filter(|s| s.is_finite()),
-                source: a.probe.source().name().into(),
-                pairs: a.ctl.pairs(),
-                exploring: match a.ctl.phase() {
-                    Phase::Normal => None,
-                    Phase::ExploreNative => Some("native".into()),
-                    Phase::ExploreFused => Some("fused".into()),
-                },
-            })
-            .collect();
-        live.auto_tax.sort_by_key(|a| a.pid);
+        live.owners = self.requesters.owners().collect();
+        live.auto_tax = self.auto.status();
         live
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -6,11 +6,18 @@
 
 pub mod apply_tags;
 pub mod assign;
+pub mod auto_taxes;
+pub mod cpu_presence;
+pub mod decisions;
+pub mod every;
 pub mod inbox;
 pub mod module_worker;
 pub mod object_map;
 pub mod park_op;
+pub mod requesters;
 pub mod rt_attach;
 pub mod scheduler;
 pub mod signals;
+pub mod sleepers;
 pub mod tag_worker;
+pub mod untagged_load;

@@ -627,7 +627,7 @@ impl<'a> Scheduler<'a> {
                 }
                 last_tick = Instant::now();
                 let untagged = self.skel.maps.bss_data.as_ref().map_or(0, |b| {
-                    crate::agent::assign::untagged_runnable(b.cpu_stats[..self.nr_cpus].iter().map(|c| c.nr_untagged))
+                    crate::agent::untagged_load::untagged_runnable(b.cpu_stats[..self.nr_cpus].iter().map(|c| c.nr_untagged))
                 });
                 assign.tick(assignments, &self.skel.maps.task_ctxs, untagged);
             }

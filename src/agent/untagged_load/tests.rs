@@ -62,3 +62,20 @@ fn per_cpu_counts_only_add_up() {
     // A torn read never makes the load negative.
     assert_eq!(untagged_runnable([0u64.wrapping_sub(2), 1]), 0);
 }
+
+#[test]
+fn the_estimator_applies_what_held_and_keeps_its_streak() {
+    let mut u = UntaggedLoad::default();
+    // No sample since the last reconcile: nothing to say.
+    assert_eq!(u.due(0), None);
+    // A higher load must hold for UNTAGGED_STEADY windows.
+    for _ in 1..UNTAGGED_STEADY {
+        u.sample(2);
+        assert_eq!(u.due(0), None);
+    }
+    u.sample(2);
+    assert_eq!(u.due(0), Some(2));
+    // A lower one applies at once.
+    u.sample(1);
+    assert_eq!(u.due(2), Some(1));
+}
