@@ -247,8 +247,13 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		}
 	}
 
-	/* Hybrid: off a slow CPU to an idle fast one (fast.bpf.c). */
-	if (rep < 0 && here && wants_fast(p, cpu) && (fast = pick_idle_fast(p)) >= 0) {
+	/*
+	 * Hybrid: off a slow CPU to an idle fast one (fast.bpf.c). Movable
+	 * only: a task preempted inside migrate_disable() keeps its full
+	 * nr_cpus_allowed, and the kernel ends the scheduler when a local
+	 * insert would move it.
+	 */
+	if (rep < 0 && here && movable && wants_fast(p, cpu) && (fast = pick_idle_fast(p)) >= 0) {
 		handoff(p, tctx, fast, enq_flags);
 		__sync_fetch_and_add(&nr_fast_moves, 1);
 		return;
