@@ -91,14 +91,18 @@ int emit_object(s32 rep, u64 latency, u32 flags, u32 seq)
 }
 
 /*
- * A CPU that a fuse or split waited for is done, after @local ns of its own
- * work: record its time under the decision's number, clear its bit, and if it
- * was the last one, report the decision with its end-to-end latency.
+ * A CPU that a fuse or split waited for is done, its own work having started
+ * at @t0: record its time under the decision's number, clear its bit, and if
+ * it was the last one, report the decision with its end-to-end latency.
+ * Timed from the decision it finishes at the earliest: @t0 may belong to one
+ * that a newer decision replaced meanwhile (the representative publishes a
+ * new one while this CPU is between reading the old and finishing), and a
+ * CPU's part lies inside the decision's latency.
  */
-static void pending_done(s32 cpu, u64 local)
+static void pending_done(s32 cpu, u64 t0)
 {
 	struct cpu_lend *cl = cpu_lend(cpu);
-	u64 want = cl->pending_for, old;
+	u64 want = cl->pending_for, old, now, local;
 	u32 seq = want >> 32, bit, i;
 	s32 rep = pending_rep(want);
 	struct rep_ctx *rc;
@@ -113,6 +117,10 @@ static void pending_done(s32 cpu, u64 local)
 	if (pos < 0)
 		return;
 	bit = 1U << pos;
+	if (chameleon_vtime_before(t0, rc->decision_at))
+		t0 = rc->decision_at;
+	now = bpf_ktime_get_ns();
+	local = now > t0 ? now - t0 : 0;
 	cl->local_ns = local > 0xffffffffULL ? 0xffffffffU : (u32)local;
 	cl->local_seq = seq;
 	/* Each failed attempt means another CPU of the object cleared its bit. */
@@ -140,7 +148,6 @@ void pending_dispatched(s32 cpu, u64 t0, bool dispatched)
 	struct cpu_lend *cl = cpu_lend(cpu);
 	struct rep_ctx *rc = rep_ctx(pending_rep(cl->pending_for));
 	bool lent = rc && rc->pending_kind != CHAMELEON_EV_SPLIT;
-	u64 now;
 
 	/* A dispatch under way when the decision was taken works for it from then on. */
 	if (rc && chameleon_vtime_before(t0, rc->decision_at))
@@ -149,8 +156,7 @@ void pending_dispatched(s32 cpu, u64 t0, bool dispatched)
 		cl->local_from = t0;
 		return;
 	}
-	now = bpf_ktime_get_ns();
-	pending_done(cpu, now > t0 ? now - t0 : 0);
+	pending_done(cpu, t0);
 }
 
 /* A task stops (@stopping) or starts on @cpu: the switch a pending CPU awaited? */
@@ -164,7 +170,7 @@ void pending_switched(s32 cpu, bool stopping)
 		return;
 	rc = rep_ctx(pending_rep(cl->pending_for));
 	if (rc && (rc->pending_kind != CHAMELEON_EV_SPLIT) == stopping)
-		pending_done(cpu, bpf_ktime_get_ns() - t0);
+		pending_done(cpu, t0);
 }
 
 /*
