@@ -79,10 +79,20 @@ void dump_one_cpu(s32 cpu, bool idle)
 void dump_one_task(struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx(p);
+	struct chameleon_assignment a;
 
 	if (!tctx)
 		return;
 	scx_bpf_dump("chameleon: vcpu=%d tagged=%u fused_rep=%d cgid=%llu run_ns=%llu fused_ns=%llu",
 		     tctx->vcpu, tctx->tagged, tctx->fused_rep - 1, tctx->cgid,
 		     tctx->run_ns, tctx->fused_ns);
+	/*
+	 * The object the agent gave it, fused or not: dump_all lists only the
+	 * objects fused at this instant, and an object splits for a wake or a
+	 * tick many times a second.
+	 */
+	if (assignment_of(p, &a))
+		scx_bpf_dump("\nchameleon: assigned nr_cpus=%u cpus=%d,%d,%d,%d gen=%u tax=%u",
+			     a.nr_cpus, a.cpus[0], a.cpus[1], a.cpus[2], a.cpus[3],
+			     a.generation, a.tax);
 }
