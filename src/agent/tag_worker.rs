@@ -9,7 +9,8 @@
 //!
 //! It applies when asked (a control request, SIGHUP through the loop) and,
 //! while rules are in force, every RULES_EVERY (cgroups created, processes
-//! moved in).
+//! moved in), or less often where a scan costs more than SCAN_CPU_PCT % of
+//! a CPU at that pace (`pause_after`).
 
 use crate::control::Response;
 use crate::agent::inbox::{Mailbox, Reply, ToLoop};
@@ -22,8 +23,27 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
 /// How often rules are matched again while some are in force (from the end
-/// of one scan to the start of the next).
+/// of one scan to the start of the next), at the least: see `pause_after`.
 pub const RULES_EVERY: Duration = Duration::from_secs(1);
+
+/// The periodic scan's share of one CPU, at most, in percent: the pause
+/// after a scan is long enough that its CPU time stays within it.
+pub const SCAN_CPU_PCT: u32 = 10;
+
+/// The pause before the next periodic scan, given the CPU time the last
+/// one took: RULES_EVERY, or longer where the scan is costly (thousands
+/// of processes read under /proc: 0.6 s of CPU for 10,000 under TCG), so
+/// that scanning takes at most SCAN_CPU_PCT % of a CPU, beside the tasks
+/// being scheduled and the agent's own loop, however large the machine.
+/// Requests (tag, untag, reload) are served at once whatever the pause.
+pub fn pause_after(scan_cpu: Duration) -> Duration {
+    RULES_EVERY.max(scan_cpu * (100 - SCAN_CPU_PCT) / SCAN_CPU_PCT)
+}
+
+/// This thread's CPU time.
+fn thread_cpu() -> Duration {
+    Duration::from_nanos(crate::report::metrics::clock_ns(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID))
+}
 
 pub enum TagCmd {
     /// Apply now (`scx_chameleon tag/untag`: a stored tag changed).
@@ -149,6 +169,7 @@ fn run(map: &MapHandle, mut inputs: TagInputs, rx: &Receiver<TagCmd>, mailbox: &
         if periodic {
             inputs.matches.fresh = true;
         }
+        let cpu0 = thread_cpu();
         match apply(map, &mut inputs) {
             Ok(a) => {
                 let n = a.tags.len();
@@ -177,8 +198,11 @@ fn run(map: &MapHandle, mut inputs: TagInputs, rx: &Receiver<TagCmd>, mailbox: &
         // of processes under emulation) leaves a pause after it rather than
         // a thread that never rests.
         if periodic || reloaded.is_some() {
-            next_scan = Instant::now() + RULES_EVERY;
+            next_scan = Instant::now() + pause_after(thread_cpu().saturating_sub(cpu0));
         }
     }
     inputs
 }
+
+#[cfg(test)]
+mod tests;
