@@ -88,8 +88,11 @@ cleanup() {
 		[ $(( $(now_ms) - _t )) -lt 30000 ] || { echo "sched_ext still $(cat /sys/kernel/sched_ext/state) 30 s after its agent was killed"; _bad=1; break; }
 		usleep 50000
 	done
+	# (read, not $(cat): a fork costs tens of ms under TCG, and this runs
+	# between every two tests)
 	for _f in /sys/devices/system/cpu/cpu[0-9]*/online; do
-		[ "$(cat "$_f")" = 1 ] && continue
+		read -r _v <"$_f"
+		[ "$_v" = 1 ] && continue
 		echo "${_f%/online} left offline"
 		echo 1 >"$_f" || _bad=1
 	done
@@ -106,7 +109,8 @@ cleanup() {
 	_v=$(sed -n 's/.*\[\(.*\)\].*/\1/p' $thp 2>/dev/null)
 	[ "$_v" = "$thp0" ] || { echo "transparent huge pages left at $_v"; echo "$thp0" >$thp; }
 	while read -r _n _a; do
-		_c=$(cat /proc/irq/$_n/smp_affinity_list 2>/dev/null)
+		_c=
+		read -r _c 2>/dev/null </proc/irq/$_n/smp_affinity_list
 		[ "$_c" = "$_a" ] && continue
 		echo "IRQ $_n affinity left at $_c (was $_a)"
 		echo "$_a" >/proc/irq/$_n/smp_affinity_list 2>/dev/null
