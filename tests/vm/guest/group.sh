@@ -1,9 +1,11 @@
 #!/bin/sh
 # Several tests in one boot: group.sh NAME... runs NAME.sh for each, one
 # after the other, each as /cmd would run it alone (in /root, a shell of its
-# own). tests/run uses it for the kernel matrix (NAME@VERSION), where a boot
-# per test cost more than some of the tests; it reports each test on its
-# own, from these lines:
+# own, in the foreground). tests/run uses it for the kernel matrix
+# (NAME@VERSION), the primary kernel's tests that need no runner options of
+# their own, and the @mttcg ones that need none, where a boot per test cost
+# more than some of the tests; it reports each test on its own, from these
+# lines:
 #   === group: begin NAME ===
 #   ... the test's output ...
 #   === group: end NAME status RC after MS ms; kernel log: clean|N lines ===
@@ -11,9 +13,16 @@
 # Between two tests, what a test can leave behind is undone, so that the
 # next one starts as on a fresh boot: its processes (the agent, spinners)
 # killed, sched_ext disabled, every CPU online, modules it loaded removed,
-# RT throttling, IRQ affinities and cgroups (tags are cgroup xattrs) as at
-# boot, /tmp, /root and /run/scx_chameleon emptied. Then the state is
-# checked; a test that left it unrestorable fails.
+# RT throttling, transparent huge pages, IRQ affinities and cgroups (tags are cgroup xattrs) as at
+# boot, /tmp, /root and /run/scx_chameleon emptied, files it made anywhere
+# else in the root file system (e.g. /etc/default, /var/run/scx's stats
+# socket), pins it left in /sys/fs/bpf and file systems it mounted removed.
+# Then the state is checked; a test that left it unrestorable fails.
+# Each test has the time it would have alone: tests/vm/run's default
+# timeout (300 s) less a boot, GROUP_TEST_S (default 290) s. A test still
+# running then fails as a timeout would (the kernel's blocked tasks and
+# backtraces, SysRq w and l, printed from its part of the log), is killed
+# with what it started, and the next test runs.
 # The kernel log: each test's part (from a marker written to /dev/kmsg at
 # its start, to the end of its cleanup) is checked against the runner's
 # patterns (kernel_log_bad, the same tests/vm/run applies to a whole boot);
@@ -23,6 +32,9 @@ g=/run/chameleon-group
 mkdir -p $g
 pattern=/opt/chameleon/guest/kernel_log_bad
 now_ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
+# The root file system's files (the initramfs, not /tmp, /run or the other
+# mounts), but for /root's, which every test has to itself.
+rootfs_files() { find / -xdev | grep -v '^/root/' | sort; }
 
 # The boot's state, to restore and to compare with.
 rt0=$(cat /proc/sys/kernel/sched_rt_runtime_us)
@@ -34,6 +46,12 @@ done >$g/irq
 { echo "-"; cut -d' ' -f1 /proc/modules; } | sort >$g/modules
 find /sys/fs/cgroup -mindepth 1 -type d | sort >$g/cgroups
 online0=$(cat /sys/devices/system/cpu/online)
+thp=/sys/kernel/mm/transparent_hugepage/enabled
+thp0=$(sed -n 's/.*\[\(.*\)\].*/\1/p' $thp 2>/dev/null)
+rootfs_files >$g/files
+find /sys/fs/bpf -mindepth 1 | sort >$g/bpf
+cut -d' ' -f2 /proc/mounts | sort >$g/mounts
+limit=${GROUP_TEST_S:-290}
 # Every process now (init, its sentinels, this shell): any other is a test's.
 ls /proc | grep -x '[0-9]*' >$g/pids
 
@@ -70,8 +88,11 @@ cleanup() {
 		[ $(( $(now_ms) - _t )) -lt 30000 ] || { echo "sched_ext still $(cat /sys/kernel/sched_ext/state) 30 s after its agent was killed"; _bad=1; break; }
 		usleep 50000
 	done
+	# (read, not $(cat): a fork costs tens of ms under TCG, and this runs
+	# between every two tests)
 	for _f in /sys/devices/system/cpu/cpu[0-9]*/online; do
-		[ "$(cat "$_f")" = 1 ] && continue
+		read -r _v <"$_f"
+		[ "$_v" = 1 ] && continue
 		echo "${_f%/online} left offline"
 		echo 1 >"$_f" || _bad=1
 	done
@@ -85,8 +106,11 @@ cleanup() {
 	done
 	[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt0" ] ||
 		{ echo "sched_rt_runtime_us left at $(cat /proc/sys/kernel/sched_rt_runtime_us)"; echo "$rt0" >/proc/sys/kernel/sched_rt_runtime_us; }
+	_v=$(sed -n 's/.*\[\(.*\)\].*/\1/p' $thp 2>/dev/null)
+	[ "$_v" = "$thp0" ] || { echo "transparent huge pages left at $_v"; echo "$thp0" >$thp; }
 	while read -r _n _a; do
-		_c=$(cat /proc/irq/$_n/smp_affinity_list 2>/dev/null)
+		_c=
+		read -r _c 2>/dev/null </proc/irq/$_n/smp_affinity_list
 		[ "$_c" = "$_a" ] && continue
 		echo "IRQ $_n affinity left at $_c (was $_a)"
 		echo "$_a" >/proc/irq/$_n/smp_affinity_list 2>/dev/null
@@ -97,8 +121,22 @@ cleanup() {
 		rmdir "$_c" 2>/dev/null || { echo "cgroup $_c not removable"; _bad=1; }
 	done
 	rm -rf /tmp/* /tmp/.[!.]* /root/* /root/.[!.]* /run/scx_chameleon
+	for _m in $(cut -d' ' -f2 /proc/mounts | sort | grep -vxF -f $g/mounts | sort -r); do
+		echo "file system on $_m left mounted"
+		umount "$_m" || { echo "cannot unmount $_m"; _bad=1; }
+	done
+	for _f in $(find /sys/fs/bpf -mindepth 1 | sort | grep -vxF -f $g/bpf | sort -r); do
+		echo "$_f left in bpffs"
+		rm -rf "$_f"
+	done
+	for _f in $(rootfs_files | grep -vxF -f $g/files | sort -r); do
+		echo "file $_f left"
+		rm -rf "$_f"
+	done
 	[ "$(cat /sys/devices/system/cpu/online)" = "$online0" ] || { echo "online CPUs $(cat /sys/devices/system/cpu/online), at boot $online0"; _bad=1; }
 	[ "$({ echo "-"; cut -d' ' -f1 /proc/modules; } | sort)" = "$(cat $g/modules)" ] || { echo "modules loaded: $(cut -d' ' -f1 /proc/modules | tr '\n' ' ')"; _bad=1; }
+	rootfs_files >$g/files.now
+	cmp -s $g/files.now $g/files || { echo "files of the root file system missing: $(grep -vxF -f $g/files.now $g/files | head -n 5 | tr '\n' ' ')"; _bad=1; }
 	return $_bad
 }
 
@@ -107,9 +145,33 @@ for t in "$@"; do
 	echo "<6>chameleon-group: begin $t" >/dev/kmsg
 	echo "=== group: begin $t ==="
 	t0=$(now_ms)
-	(cd /root && exec sh "/opt/chameleon/guest/$t.sh") </dev/null
+	rm -f $g/pid $g/timedout
+	# The watchdog: after $limit s, evidence into the kernel log and the
+	# test's shell killed (what it started is cleanup's).
+	(
+		sleep $limit
+		echo 1 >$g/timedout
+		echo w >/proc/sysrq-trigger
+		echo l >/proc/sysrq-trigger
+		kill -9 $(cat $g/pid)
+	) </dev/null >/dev/null 2>&1 &
+	wd=$!
+	# In the foreground, as /cmd runs a test alone (its own pid noted for
+	# the watchdog: exec keeps it).
+	sh -c 'echo $$ >'$g'/pid; cd /root && exec sh "$0"' "/opt/chameleon/guest/$t.sh" </dev/null
 	rc=$?
 	ms=$(( $(now_ms) - t0 ))
+	# The watchdog's sleep (its child) first, then the watchdog.
+	for _p in $(awk -v w=$wd '{ s = $0; sub(/.*\) /, "", s); split(s, f, " "); if (f[2] == w) { p = FILENAME; sub(/^\/proc\//, "", p); sub(/\/stat$/, "", p); print p } }' /proc/[0-9]*/stat 2>/dev/null); do
+		kill -9 $_p 2>/dev/null
+	done
+	kill -9 $wd 2>/dev/null
+	wait $wd 2>/dev/null
+	if [ -f $g/timedout ]; then
+		echo "FAIL $t: still running after $limit s (alone, tests/vm/run's timeout would have ended it): killed"
+		dmesg | sed -n "/chameleon-group: begin $t\$/,\$p" | tail -n 400 | sed 's/^/group: evidence: /'
+		rc=91
+	fi
 	# (not in a $( ) subshell: cleanup's awk must be this shell's child)
 	if cleanup >$g/cleanup; then
 		sed 's/^/group: after the test: /' $g/cleanup
