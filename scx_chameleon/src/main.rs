@@ -287,18 +287,17 @@ fn status(path: &std::path::Path, socket: &std::path::Path, json: bool) -> Resul
     };
     let counters = chameleon::report::metrics::fetch_within(Some(std::time::Duration::from_secs(1))).map_err(|e| format!("{e:#}"));
     if json {
-        let mut v = serde_json::to_value(&snap)?;
-        let obj = v.as_object_mut().expect("a snapshot is a JSON object");
-        match &counters {
-            Ok(m) => {
-                obj.insert("counters".into(), serde_json::to_value(m)?);
-            }
-            Err(why) => {
-                obj.insert("counters".into(), serde_json::Value::Null);
-                obj.insert("counters_unavailable".into(), why.clone().into());
-            }
+        /// The snapshot's fields in their order, then the counters.
+        #[derive(serde::Serialize)]
+        struct WithCounters<'a> {
+            #[serde(flatten)]
+            snap: &'a chameleon::report::status::Snapshot,
+            counters: Option<&'a chameleon::report::metrics::Metrics>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            counters_unavailable: Option<&'a str>,
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        let out = WithCounters { snap: &snap, counters: counters.as_ref().ok(), counters_unavailable: counters.as_ref().err().map(|e| e.as_str()) };
+        println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print_status(&snap, counters.as_ref());
     }
