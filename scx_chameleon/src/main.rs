@@ -79,7 +79,8 @@ struct Cli {
     #[arg(long, default_value = chameleon::control::DEFAULT_PATH)]
     control_socket: std::path::PathBuf,
 
-    /// Where the agent writes its status (read by `scx_chameleon status`).
+    /// Where the agent writes its status, the view without the counters (read
+    /// by `scx_chameleon status` when the agent does not answer).
     #[arg(long, default_value = chameleon::report::status::DEFAULT_PATH)]
     status_file: std::path::PathBuf,
 
@@ -252,16 +253,21 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
-    /// Show the objects of the running scheduler (asked of the agent; its status file if it does not answer).
+    /// Show the objects of the running scheduler (asked of the agent; its status
+    /// file if it does not answer) and its counters (from the scx_stats socket).
     Status {
-        /// Print the raw JSON.
+        /// Print JSON: the view, with the counters under "counters" as the
+        /// scx_stats socket serves them (`--help-stats` lists the fields), or
+        /// null and the reason under "counters_unavailable".
         #[arg(long)]
         json: bool,
     },
 }
 
 /// The agent's state, asked of the agent itself; if it does not answer
-/// (not running, not root, stuck), what its status file last said.
+/// (not running, not root, stuck), what its status file last said. The
+/// counters are not part of it: they come from the scx_stats socket, their
+/// one way out, and without it the view is shown alone, saying why.
 fn status(path: &std::path::Path, socket: &std::path::Path, json: bool) -> Result<()> {
     use chameleon::control::{send_within, Op};
     let asked = socket
@@ -279,10 +285,21 @@ fn status(path: &std::path::Path, socket: &std::path::Path, json: bool) -> Resul
             (snap, stale)
         }
     };
+    let counters = chameleon::report::metrics::fetch_within(Some(std::time::Duration::from_secs(1))).map_err(|e| format!("{e:#}"));
     if json {
-        println!("{}", serde_json::to_string_pretty(&snap)?);
+        /// The snapshot's fields in their order, then the counters.
+        #[derive(serde::Serialize)]
+        struct WithCounters<'a> {
+            #[serde(flatten)]
+            snap: &'a chameleon::report::status::Snapshot,
+            counters: Option<&'a chameleon::report::metrics::Metrics>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            counters_unavailable: Option<&'a str>,
+        }
+        let out = WithCounters { snap: &snap, counters: counters.as_ref().ok(), counters_unavailable: counters.as_ref().err().map(|e| e.as_str()) };
+        println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        print_status(&snap);
+        print_status(&snap, counters.as_ref());
     }
     match stale {
         Some(why) => anyhow::bail!("{}: {why}", path.display()),
@@ -290,7 +307,7 @@ fn status(path: &std::path::Path, socket: &std::path::Path, json: bool) -> Resul
     }
 }
 
-fn print_status(snap: &chameleon::report::status::Snapshot) {
+fn print_status(snap: &chameleon::report::status::Snapshot, counters: Result<&chameleon::report::metrics::Metrics, &String>) {
     println!("agent pid {}, nodes {:?}, defragmentation moves {}", snap.agent_pid, snap.nodes, snap.defrag_moves);
     println!("node manager places objects on cpus {:?}", snap.manager_online);
     for (pid, level, weight) in &snap.requesters {
@@ -323,32 +340,43 @@ fn print_status(snap: &chameleon::report::status::Snapshot) {
     for (id, tag) in &snap.tags {
         println!("tag cgroup {id}: {tag}");
     }
-    if let Some(t) = &snap.counters {
-        println!("counters: {t}");
+    match counters {
+        Ok(m) => println!("counters: {}", m.totals()),
+        Err(why) => println!("counters: unavailable: {why}"),
     }
     if !snap.parked.is_empty() {
         println!("parked: {}", chameleon::module::park::list(&snap.parked));
     }
-    if let Some(m) = &snap.module {
-        let proxies: Vec<String> = m.proxies.iter().map(|(c, by)| format!("{c}->{by}")).collect();
+    if let Some(st) = &snap.module {
+        // The module's numbers are the metrics'; "?" where they could not be read.
+        let n = |f: &dyn Fn(&chameleon::report::metrics::Metrics) -> u64| counters.map_or("?".to_string(), |m| f(m).to_string());
+        let proxies: Vec<String> = st.proxies.iter().map(|(c, by)| format!("{c}->{by}")).collect();
         println!(
             "module: kfuncs={} lends={} reclaims={} proxies=[{}] irqs_moved={} managed_skipped={}",
-            m.kfuncs, m.lends, m.reclaims, proxies.join(" "), m.irqs_moved, m.managed_skipped
+            st.kfuncs,
+            n(&|m| m.proxy_lends),
+            n(&|m| m.proxy_reclaims),
+            proxies.join(" "),
+            n(&|m| m.proxy_irqs_moved),
+            n(&|m| m.proxy_managed_skipped)
         );
         println!(
             "module: while lent: irqs={} softirqs={} ipis={} timers={}",
-            m.lent_irqs, m.lent_softirqs, m.lent_ipis, m.lent_timers
+            n(&|m| m.proxy_lent_irqs),
+            n(&|m| m.proxy_lent_softirqs),
+            n(&|m| m.proxy_lent_ipis),
+            n(&|m| m.proxy_lent_timers)
         );
         println!(
             "module: park critical={} us physical={} us; unpark critical={} us physical={} us; offlined=[{}]",
-            m.park_critical_ns / 1000,
-            m.park_physical_ns / 1000,
-            m.unpark_critical_ns / 1000,
-            m.unpark_physical_ns / 1000,
-            chameleon::module::park::list(&m.offlined)
+            n(&|m| m.proxy_park_critical_ns / 1000),
+            n(&|m| m.proxy_park_physical_ns / 1000),
+            n(&|m| m.proxy_unpark_critical_ns / 1000),
+            n(&|m| m.proxy_unpark_physical_ns / 1000),
+            chameleon::module::park::list(&st.offlined)
         );
-        if let Some(e) = &m.emulate {
-            println!("module: emulate={e} duty_pm={:?}", m.duty);
+        if let Some(e) = &st.emulate {
+            println!("module: emulate={e} duty_pm={:?}", st.duty);
         }
     }
 }

@@ -454,13 +454,13 @@ impl Assigner {
     }
 
     /// The agent's state now; `live` is what only the scheduler can see
-    /// (CPU states, counters).
+    /// (CPU states, the module's state).
     pub fn snapshot(&self, live: Live) -> crate::report::status::Snapshot {
         self.status.current(&self.manager, &self.complete(live))
     }
 
     /// Write the status file; `live` is what only the scheduler can see
-    /// (CPU states, counters).
+    /// (CPU states, the module's state).
     pub fn write_status(&mut self, live: Live) {
         let live = self.complete(live);
         self.status.write(&self.manager, &live);

@@ -1,5 +1,5 @@
 //! The companion module's ioctls, on a thread of their own. STATS (once a
-//! second, for the status and the metrics) and PARK/UNPARK take the
+//! second: one read feeds both the status's view and the metrics) and PARK/UNPARK take the
 //! module's mutex, which a CPU going offline or coming back holds for as
 //! long as the hotplug takes: milliseconds, far more under emulation. The
 //! loop must not wait on it, so it asks here and reads the answer later:
@@ -7,8 +7,7 @@
 //! (ToLoop::ModuleDone), in the order asked.
 
 use crate::agent::inbox::{Mailbox, ToLoop};
-use crate::module::proxy::Proxy;
-use crate::report::status::ModuleStatus;
+use crate::module::proxy::{ModuleRead, Proxy};
 use anyhow::{Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
@@ -30,9 +29,9 @@ pub enum ModCmd {
 pub struct ModuleWorker {
     tx: Sender<ModCmd>,
     thread: Option<JoinHandle<()>>,
-    /// The module's counters as last read (None until the first read, or
-    /// while STATS fails).
-    pub latest: Arc<Mutex<Option<ModuleStatus>>>,
+    /// The module's state and numbers as last read (None until the first
+    /// read, or while STATS fails).
+    pub latest: Arc<Mutex<Option<ModuleRead>>>,
     /// Whether the policy's kfuncs are bound (the loop sets it from .bss).
     pub kfuncs: Arc<AtomicBool>,
 }
@@ -50,7 +49,7 @@ impl ModuleWorker {
                 loop {
                     let now = Instant::now();
                     if now >= next_stats {
-                        let st = proxy.status(bound.load(Ordering::Relaxed)).map_err(|e| warn!("chameleon_proxy STATS: {e:#}")).ok();
+                        let st = proxy.read(bound.load(Ordering::Relaxed)).map_err(|e| warn!("chameleon_proxy STATS: {e:#}")).ok();
                         *out.lock().unwrap_or_else(|e| e.into_inner()) = st;
                         next_stats = now + STATS_EVERY;
                     }
@@ -76,7 +75,7 @@ impl ModuleWorker {
         self.tx.send(ModCmd::Park { id, cpus, holdoff_ms }).is_ok()
     }
 
-    pub fn status(&self) -> Option<ModuleStatus> {
+    pub fn latest(&self) -> Option<ModuleRead> {
         self.latest.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 

@@ -218,7 +218,8 @@ fn write_steal_orders(map: &dyn MapCore, nr_cpus: usize) -> Result<()> {
     Ok(())
 }
 
-/// CPU states and counters from the policy's .bss, for the status file.
+/// CPU states from the policy's .bss, for the status (its counters go to
+/// the metrics).
 fn live_status(skel: &BpfSkel, nr_cpus: usize, parked: Vec<usize>, module: Option<crate::report::status::ModuleStatus>) -> crate::report::status::Live {
     let bss = skel.maps.bss_data.as_ref().expect(".bss is mapped");
     let cpus = (0..nr_cpus)
@@ -240,7 +241,7 @@ fn live_status(skel: &BpfSkel, nr_cpus: usize, parked: Vec<usize>, module: Optio
             crate::report::status::CpuStatus { cpu: c, online: bss.cpu_hps[c].online != 0, role: role.into(), with, perf }
         })
         .collect();
-    crate::report::status::Live { cpus, counters: Some(totals(skel, nr_cpus)), parked, module, ..Default::default() }
+    crate::report::status::Live { cpus, parked, module, ..Default::default() }
 }
 
 /// The policy's broken-invariant counters (intf.h), as the summary and the
@@ -504,8 +505,9 @@ impl<'a> Scheduler<'a> {
         let to_tags = self.tags.sender();
         let park_prog = &self.skel.progs.chameleon_park;
         let nr_cpus = self.nr_cpus;
-        // The module's counters as its thread last read them, for the status.
-        let mut module_status: Option<crate::report::status::ModuleStatus> = module.and_then(|m| m.status());
+        // The module as its thread last read it: its state for the status,
+        // its numbers for the metrics, taken together once a second.
+        let mut module_read: Option<crate::module::proxy::ModuleRead> = module.and_then(|m| m.latest());
         let skel = &self.skel;
         // A park or unpark waiting for the module (park_op.rs), and the id
         // of the last one asked.
@@ -571,7 +573,7 @@ impl<'a> Scheduler<'a> {
                     ToLoop::Control(req, reply) => match req.op {
                         Op::Status => {
                             let parked = assign.parked().iter().copied().collect();
-                            let _ = reply.send(Response::status(&assign.snapshot(live_status(skel, nr_cpus, parked, module_status.clone()))));
+                            let _ = reply.send(Response::status(&assign.snapshot(live_status(skel, nr_cpus, parked, module_read.as_ref().map(|r| r.state.clone())))));
                         }
                         Op::Park { cpus: list, holdoff_ms } => {
                             park_id += 1;
@@ -637,7 +639,7 @@ impl<'a> Scheduler<'a> {
                 if let Some(m) = module {
                     let kfuncs = self.skel.maps.bss_data.as_ref().is_some_and(|b| b.proxy_on);
                     m.kfuncs.store(kfuncs, std::sync::atomic::Ordering::Relaxed);
-                    module_status = m.status();
+                    module_read = m.latest();
                 }
                 let bss = self.skel.maps.bss_data.as_ref().expect(".bss is mapped");
                 let dropped = bss.nr_events_dropped;
@@ -649,7 +651,7 @@ impl<'a> Scheduler<'a> {
                 }
                 let mut m = crate::report::metrics::Metrics::from_totals(&totals(&self.skel, self.nr_cpus), dropped)
                     .with_invariants([bss.invariants.lent_to_non_rep, bss.invariants.owner_gone, bss.invariants.queue_forbidden], bss.nr_demand_dropped)
-                    .with_module(module_status.as_ref())
+                    .with_module(module_read.as_ref())
                     .with_lateness(&lateness)
                     .with_run_id(self.opts.run_id);
                 m.sampled_ms = crate::report::metrics::monotonic_ms();
@@ -657,7 +659,7 @@ impl<'a> Scheduler<'a> {
             }
             if assign.status_due(force) {
                 let parked = assign.parked().iter().copied().collect();
-                assign.write_status(live_status(&self.skel, self.nr_cpus, parked, module_status.clone()));
+                assign.write_status(live_status(&self.skel, self.nr_cpus, parked, module_read.as_ref().map(|r| r.state.clone())));
             }
             if let Some(every) = stats_interval {
                 if last_print.elapsed() >= every {

@@ -378,12 +378,42 @@ fn wait_refs(mut refcnt: impl FnMut() -> Option<u64>, before: u64, timeout: Dura
     }
 }
 
+/// One STATS read, split by where each part goes: the module's state into
+/// the view (status.rs), its numbers into the metrics (metrics.rs). Both
+/// come from the same read, so they describe the same instant.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModuleRead {
+    pub state: crate::report::status::ModuleStatus,
+    pub counters: ModuleCounters,
+}
+
+/// The module's numbers, as the metrics carry them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ModuleCounters {
+    pub lends: u64,
+    pub reclaims: u64,
+    /// IRQs away from their affinity now (a level, not a count).
+    pub irqs_moved: u32,
+    pub managed_skipped: u64,
+    /// Interruptions lent CPUs took while lent, all lends so far: device
+    /// IRQs, softirqs, IPIs, local timer.
+    pub lent_irqs: u64,
+    pub lent_softirqs: u64,
+    pub lent_ipis: u64,
+    pub lent_timers: u64,
+    /// The last PARK's and UNPARK's latencies.
+    pub park_critical_ns: u64,
+    pub park_physical_ns: u64,
+    pub unpark_critical_ns: u64,
+    pub unpark_physical_ns: u64,
+}
+
 impl Proxy {
-    /// The module's counters as `status` shows them.
-    pub fn status(&self, kfuncs: bool) -> Result<crate::report::status::ModuleStatus> {
+    /// The module's state and numbers, from one STATS.
+    pub fn read(&self, kfuncs: bool) -> Result<ModuleRead> {
         let (st, cpus) = self.stats()?;
-        let mut m = crate::report::status::ModuleStatus {
-            kfuncs,
+        let mut state = crate::report::status::ModuleStatus { kfuncs, ..Default::default() };
+        let mut counters = ModuleCounters {
             lends: st.lends,
             reclaims: st.reclaims,
             irqs_moved: st.irqs_moved,
@@ -396,21 +426,21 @@ impl Proxy {
         };
         for (cpu, c) in cpus.iter().enumerate() {
             if c.proxied_by >= 0 {
-                m.proxies.push((cpu, c.proxied_by));
+                state.proxies.push((cpu, c.proxied_by));
             }
-            m.lent_irqs += c.irqs + c.live_irqs;
-            m.lent_softirqs += c.softirqs + c.live_softirqs;
-            m.lent_ipis += c.ipis + c.live_ipis;
-            m.lent_timers += c.timers + c.live_timers;
+            counters.lent_irqs += c.irqs + c.live_irqs;
+            counters.lent_softirqs += c.softirqs + c.live_softirqs;
+            counters.lent_ipis += c.ipis + c.live_ipis;
+            counters.lent_timers += c.timers + c.live_timers;
             if c.flags & uapi::CHAMELEON_PROXY_CPU_OFFLINED != 0 {
-                m.offlined.push(cpu);
+                state.offlined.push(cpu);
             }
         }
         if st.emulate_on != 0 {
-            m.emulate = Some(["low", "med", "high"].get(st.emulate_category as usize).unwrap_or(&"?").to_string());
-            m.duty = cpus.iter().map(|c| c.duty_pm).collect();
+            state.emulate = Some(["low", "med", "high"].get(st.emulate_category as usize).unwrap_or(&"?").to_string());
+            state.duty = cpus.iter().map(|c| c.duty_pm).collect();
         }
-        Ok(m)
+        Ok(ModuleRead { state, counters })
     }
 }
 

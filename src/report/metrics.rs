@@ -1,7 +1,8 @@
-//! Counters for the scx ecosystem's monitoring: served with scx_stats on its
-//! usual socket (/var/run/scx/root/stats, request "stats"), read back by
-//! `scx_chameleon --monitor N`, and rendered as OpenMetrics text by
-//! `scx_chameleon metrics`.
+//! The agent's numbers — the policy's counters and the companion module's —
+//! served with scx_stats on its usual socket (/var/run/scx/root/stats,
+//! request "stats"), read back by `scx_chameleon --monitor N`, `status` and
+//! `top`, and rendered as OpenMetrics text by `scx_chameleon metrics`. This
+//! is their only way out: the status (status.rs) carries the view, not them.
 
 use crate::report::stats::Totals;
 use scx_stats::prelude::*;
@@ -28,6 +29,21 @@ pub struct Metrics {
     pub enqueued: u64,
     #[stat(desc = "tasks taken from another CPU's queue")]
     pub stolen: u64,
+    #[stat(desc = "tasks sent straight to an idle CPU's local queue")]
+    #[serde(default)]
+    pub direct: u64,
+    #[stat(desc = "tasks a CPU took from its own queue")]
+    #[serde(default)]
+    pub dispatched: u64,
+    #[stat(desc = "idle CPUs woken for new work")]
+    #[serde(default)]
+    pub kicks: u64,
+    #[stat(desc = "fused owners a bound higher-class kthread preempted (injected idle, the stopper), object kept")]
+    #[serde(default)]
+    pub kthread_keeps: u64,
+    #[stat(desc = "waking tasks that took their CPU from a running task owed less")]
+    #[serde(default)]
+    pub wake_preempts: u64,
     #[stat(desc = "milliseconds tasks ran under the scheduler")]
     pub busy_ms: u64,
     #[stat(desc = "events lost because the ring buffer was full")]
@@ -64,6 +80,21 @@ pub struct Metrics {
     pub proxy_lent_ipis: u64,
     #[stat(desc = "local timer interrupts lent CPUs still took while lent")]
     pub proxy_lent_timers: u64,
+    #[stat(desc = "kernel-managed IRQs the module left on lent or parked CPUs")]
+    #[serde(default)]
+    pub proxy_managed_skipped: u64,
+    #[stat(desc = "the last park's synchronous part (CPUs out of use), ns")]
+    #[serde(default)]
+    pub proxy_park_critical_ns: u64,
+    #[stat(desc = "the last park, from the call to its last CPU offline, ns")]
+    #[serde(default)]
+    pub proxy_park_physical_ns: u64,
+    #[stat(desc = "the last unpark's synchronous part, ns")]
+    #[serde(default)]
+    pub proxy_unpark_critical_ns: u64,
+    #[stat(desc = "the last unpark, from the call to its last CPU online, ns")]
+    #[serde(default)]
+    pub proxy_unpark_physical_ns: u64,
     #[stat(desc = "the agent's --run-id (0: none given)")]
     pub run_id: u64,
     /// Read from the kernel when a client asks (kernel_events.rs), so they
@@ -103,8 +134,19 @@ const NOT_EXPORTED: &[&str] = &["sampled_ms", "loop_late_sum_us"];
 const HISTOGRAMS: &[&str] = &["loop_late_us"];
 
 /// Fields that are a level now, not a running count (OpenMetrics gauges).
-const GAUGES: &[&str] =
-    &["run_id", "proxy_module_loaded", "proxy_kfuncs_bound", "proxy_lent_cpus", "proxy_irqs_moved", "loop_late_p99_us", "loop_late_max_us"];
+const GAUGES: &[&str] = &[
+    "run_id",
+    "proxy_module_loaded",
+    "proxy_kfuncs_bound",
+    "proxy_lent_cpus",
+    "proxy_irqs_moved",
+    "proxy_park_critical_ns",
+    "proxy_park_physical_ns",
+    "proxy_unpark_critical_ns",
+    "proxy_unpark_physical_ns",
+    "loop_late_p99_us",
+    "loop_late_max_us",
+];
 
 /// Fields that are a set of counters of one family, told apart by a label
 /// (field, label name): one TYPE line, one sample per key.
@@ -131,9 +173,34 @@ impl Metrics {
             proxy_served: t.proxy_served,
             enqueued: t.enqueued,
             stolen: t.stolen,
+            direct: t.direct,
+            dispatched: t.dispatched,
+            kicks: t.kicks,
+            kthread_keeps: t.kthread_keeps,
+            wake_preempts: t.wake_preempts,
             busy_ms: t.busy_ns / 1_000_000,
             events_dropped,
             ..Default::default()
+        }
+    }
+
+    /// The policy's counters back as `Totals`, for its one printed form
+    /// (`counters: enq=… fuse=…`); busy time to the millisecond, as served.
+    pub fn totals(&self) -> Totals {
+        Totals {
+            enqueued: self.enqueued,
+            direct: self.direct,
+            dispatched: self.dispatched,
+            stolen: self.stolen,
+            kicks: self.kicks,
+            busy_ns: self.busy_ms * 1_000_000,
+            fuse: self.fuse,
+            partial: self.partial_fuse,
+            fuse_denied: self.fuse_denied,
+            split: self.split,
+            proxy_served: self.proxy_served,
+            kthread_keeps: self.kthread_keeps,
+            wake_preempts: self.wake_preempts,
         }
     }
 
@@ -147,20 +214,27 @@ impl Metrics {
         self
     }
 
-    /// The companion module's processor proxies and the interruptions lent
-    /// CPUs still took, from its STATS (None: not loaded).
-    pub fn with_module(mut self, m: Option<&crate::report::status::ModuleStatus>) -> Metrics {
+    /// The companion module's numbers from one STATS read: its processor
+    /// proxies, the interruptions lent CPUs still took, the last park's
+    /// latencies (None: not loaded, or not read yet).
+    pub fn with_module(mut self, m: Option<&crate::module::proxy::ModuleRead>) -> Metrics {
         if let Some(m) = m {
+            let c = &m.counters;
             self.proxy_module_loaded = 1;
-            self.proxy_kfuncs_bound = u64::from(m.kfuncs);
-            self.proxy_lent_cpus = m.proxies.len() as u64;
-            self.proxy_lends = m.lends;
-            self.proxy_reclaims = m.reclaims;
-            self.proxy_irqs_moved = u64::from(m.irqs_moved);
-            self.proxy_lent_irqs = m.lent_irqs;
-            self.proxy_lent_softirqs = m.lent_softirqs;
-            self.proxy_lent_ipis = m.lent_ipis;
-            self.proxy_lent_timers = m.lent_timers;
+            self.proxy_kfuncs_bound = u64::from(m.state.kfuncs);
+            self.proxy_lent_cpus = m.state.proxies.len() as u64;
+            self.proxy_lends = c.lends;
+            self.proxy_reclaims = c.reclaims;
+            self.proxy_irqs_moved = u64::from(c.irqs_moved);
+            self.proxy_lent_irqs = c.lent_irqs;
+            self.proxy_lent_softirqs = c.lent_softirqs;
+            self.proxy_lent_ipis = c.lent_ipis;
+            self.proxy_lent_timers = c.lent_timers;
+            self.proxy_managed_skipped = c.managed_skipped;
+            self.proxy_park_critical_ns = c.park_critical_ns;
+            self.proxy_park_physical_ns = c.park_physical_ns;
+            self.proxy_unpark_critical_ns = c.unpark_critical_ns;
+            self.proxy_unpark_physical_ns = c.unpark_physical_ns;
         }
         self
     }
@@ -297,13 +371,23 @@ pub fn serve(latest: Arc<Mutex<Metrics>>) -> anyhow::Result<StatsServer<(), ()>>
     StatsServer::new(data).launch()
 }
 
+/// Where scx_stats serves the scheduler loaded now.
+pub const SOCKET: &str = "/var/run/scx/root/stats";
+
 /// Read the counters from a running scheduler's scx_stats socket.
 pub fn fetch() -> anyhow::Result<Metrics> {
+    fetch_within(None)
+}
+
+/// As `fetch`, giving up after `timeout` on each of the request's write and
+/// read (None: waits as long as the agent takes): for readers that must not
+/// hang on an agent that does not answer.
+pub fn fetch_within(timeout: Option<std::time::Duration>) -> anyhow::Result<Metrics> {
     use anyhow::Context;
     let mut client = StatsClient::new()
-        .connect(None)
-        .context("no scheduler on the scx_stats socket /var/run/scx/root/stats (is scx_chameleon running?)")?;
-    client.request::<Metrics>("stats", vec![])
+        .connect(timeout.map(|t| t.as_millis().max(1) as u64))
+        .with_context(|| format!("no scheduler on the scx_stats socket {SOCKET} (is scx_chameleon running? are you root?)"))?;
+    client.request::<Metrics>("stats", vec![]).with_context(|| format!("reading the counters from {SOCKET}"))
 }
 
 #[cfg(test)]

@@ -1,9 +1,12 @@
-//! The agent's view — CPU states, objects with their owners, tags, counters —
-//! written as JSON for `scx_chameleon status` (and tests) to read without
-//! talking to the agent. Written atomically on every change and each second.
+//! The agent's view — CPU states, objects with their owners, tags, parked
+//! CPUs, automatic taxes, the module's state — built by one producer
+//! (`Status::snapshot`): answered live by the control op `status`, and
+//! written as JSON, atomically on every change and each second, as the
+//! record of what the agent last knew when it cannot answer (stuck, gone,
+//! the reader not root). No counters: numbers go out on scx_stats only
+//! (metrics.rs), where `scx_chameleon status` fetches them.
 
 use crate::nodes::node_manager::NodeManager;
-use crate::report::stats::Totals;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -38,7 +41,6 @@ pub struct Live {
     pub cpus: Vec<CpuStatus>,
     /// Tags in force: (cgroup id, stored form).
     pub tags: Vec<(u64, String)>,
-    pub counters: Option<Totals>,
     /// Owner cgroup of each object's task.
     pub owners: Vec<(i32, u64)>,
     /// CPUs parked (`scx_chameleon park`).
@@ -65,28 +67,15 @@ pub struct AutoTaxStatus {
     pub exploring: Option<String>,
 }
 
-/// What chameleon_proxy reports: processor proxies and the interruptions a
-/// lent CPU still took, parking latencies, emulation.
+/// chameleon_proxy's state: which CPUs are lent now and to whom (processor
+/// proxies), which it holds offline, the emulation. Its numbers (lends,
+/// interruptions lent CPUs took, park latencies) are metrics, not this.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct ModuleStatus {
     /// The policy calls its kfuncs (it was loaded before the scheduler).
     pub kfuncs: bool,
-    pub lends: u64,
-    pub reclaims: u64,
-    pub irqs_moved: u32,
-    pub managed_skipped: u64,
     /// CPUs lent now: (cpu, proxied by).
     pub proxies: Vec<(usize, i32)>,
-    /// Interruptions lent CPUs took while lent, all lends so far: device
-    /// IRQs, softirqs, IPIs, local timer.
-    pub lent_irqs: u64,
-    pub lent_softirqs: u64,
-    pub lent_ipis: u64,
-    pub lent_timers: u64,
-    pub park_critical_ns: u64,
-    pub park_physical_ns: u64,
-    pub unpark_critical_ns: u64,
-    pub unpark_physical_ns: u64,
     /// CPUs the module took offline and still holds.
     pub offlined: Vec<usize>,
     /// Emulation category (low, med, high) if on, with each CPU's duty cycle in per mille.
@@ -112,8 +101,6 @@ pub struct Snapshot {
     pub cpus: Vec<CpuStatus>,
     #[serde(default)]
     pub tags: Vec<(u64, String)>,
-    #[serde(default)]
-    pub counters: Option<Totals>,
     #[serde(default)]
     pub parked: Vec<usize>,
     #[serde(default)]
@@ -158,7 +145,6 @@ impl Status {
             defrag_moves: m.nr_defrag_moves,
             cpus: live.cpus.clone(),
             tags: live.tags.clone(),
-            counters: live.counters,
             parked: live.parked.clone(),
             module: live.module.clone(),
             auto_tax: live.auto_tax.clone(),
@@ -229,3 +215,6 @@ pub fn stale(snap: &Snapshot, now_secs: u64) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests;

@@ -11,7 +11,7 @@ fn openmetrics_lists_every_counter_and_ends_with_eof() {
     assert!(text.ends_with("# EOF\n"));
     // Every field but kernel_events, a family with no sample here (the
     // encoder leaves out a family with none).
-    assert_eq!(text.matches("# TYPE").count(), 27);
+    assert_eq!(text.matches("# TYPE").count(), 37);
     // The policy's broken-invariant counters are exported, as counters.
     for name in ["invariant_lent_to_non_rep", "invariant_owner_gone", "invariant_queue_forbidden"] {
         assert!(text.contains(&format!("# TYPE chameleon_{name} counter\n")), "{name}: {text}");
@@ -52,17 +52,22 @@ fn the_run_id_is_a_gauge_and_help_stats_describes_every_field() {
 
 #[test]
 fn module_proxies_and_interruptions_become_counters_and_gauges() {
-    let module = crate::report::status::ModuleStatus {
-        kfuncs: true,
-        lends: 40,
-        reclaims: 39,
-        irqs_moved: 2,
-        proxies: vec![(1, 0), (3, 2)],
-        lent_irqs: 5,
-        lent_softirqs: 6,
-        lent_ipis: 7,
-        lent_timers: 8,
-        ..Default::default()
+    let module = crate::module::proxy::ModuleRead {
+        state: crate::report::status::ModuleStatus { kfuncs: true, proxies: vec![(1, 0), (3, 2)], ..Default::default() },
+        counters: crate::module::proxy::ModuleCounters {
+            lends: 40,
+            reclaims: 39,
+            irqs_moved: 2,
+            managed_skipped: 3,
+            lent_irqs: 5,
+            lent_softirqs: 6,
+            lent_ipis: 7,
+            lent_timers: 8,
+            park_critical_ns: 9_000,
+            park_physical_ns: 10_000,
+            unpark_critical_ns: 11_000,
+            unpark_physical_ns: 12_000,
+        },
     };
     let text = Metrics::default().with_module(Some(&module)).openmetrics();
     for line in [
@@ -78,6 +83,12 @@ fn module_proxies_and_interruptions_become_counters_and_gauges() {
         "chameleon_proxy_lent_softirqs_total 6\n",
         "chameleon_proxy_lent_ipis_total 7\n",
         "chameleon_proxy_lent_timers_total 8\n",
+        "chameleon_proxy_managed_skipped_total 3\n",
+        "# TYPE chameleon_proxy_park_critical_ns gauge\n",
+        "chameleon_proxy_park_critical_ns 9000\n",
+        "chameleon_proxy_park_physical_ns 10000\n",
+        "chameleon_proxy_unpark_critical_ns 11000\n",
+        "chameleon_proxy_unpark_physical_ns 12000\n",
     ] {
         assert!(text.contains(line), "missing {line:?} in\n{text}");
     }
@@ -109,4 +120,28 @@ fn json_from_an_agent_without_kernel_events_still_reads() {
     v.as_object_mut().unwrap().remove("kernel_events");
     let m: Metrics = serde_json::from_value(v).unwrap();
     assert_eq!((m.fuse, m.kernel_events.len()), (2, 0));
+}
+
+#[test]
+fn the_policys_counters_read_back_as_totals() {
+    let t = crate::report::stats::Totals {
+        enqueued: 1,
+        direct: 2,
+        dispatched: 3,
+        stolen: 4,
+        kicks: 5,
+        busy_ns: 6_000_000,
+        fuse: 7,
+        partial: 8,
+        fuse_denied: 9,
+        split: 10,
+        proxy_served: 11,
+        kthread_keeps: 12,
+        wake_preempts: 13,
+    };
+    // Every field of the printed line survives the trip through the socket
+    // (busy time to the millisecond, as served).
+    let served: Metrics = serde_json::from_value(serde_json::to_value(Metrics::from_totals(&t, 0)).unwrap()).unwrap();
+    assert_eq!(served.totals(), t);
+    assert_eq!(served.totals().to_string(), t.to_string());
 }

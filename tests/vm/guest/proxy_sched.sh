@@ -98,7 +98,7 @@ until [ "$(cat /sys/devices/system/cpu/online)" = 0-2 ]; do
 	[ $(( $(now_ms) - t0 )) -lt 10000 ] || fail "CPU 3 not offline 10 s after park with hold-off 0"
 	usleep 20000
 done
-sleep 1.2	# the status file is refreshed each second
+sleep 1.2	# the module's numbers are published (scx_stats) each second
 line=$(scx_chameleon status | grep "^module: park")
 ok "park 3 --holdoff-ms 0: $out; offline: $line"
 state_enabled=$(state)

@@ -1,7 +1,8 @@
 //! `scx_chameleon top`: watch borrowing live. The model (what is shown) and
 //! the rendering are plain functions so that they are tested with ratatui's
-//! TestBackend; `run` wires them to the terminal, the agent's event stream and
-//! its status file on a tokio runtime. The history band is history.rs,
+//! TestBackend; `run` wires them to the terminal, the agent's event stream,
+//! its status file (the view) and its scx_stats socket (the counters) on a
+//! tokio runtime. The history band is history.rs,
 //! the panes and the CPU views layout.rs, the keys keys.rs, the event pane
 //! events.rs, the filter and the per-cgroup view cgroups.rs, and the names
 //! shown for ids (cgroup paths, comms) and times (human units) names.rs.
@@ -14,6 +15,7 @@ pub mod layout;
 pub mod names;
 
 use chameleon::report::event::{Event, Kind};
+use chameleon::report::metrics::Metrics;
 use chameleon::report::status::Snapshot;
 use crate::top::cgroups::Filter;
 use crate::top::history::History;
@@ -46,6 +48,9 @@ pub struct Model {
     /// Text typed after '/', until Enter.
     pub filter_input: Option<String>,
     pub status: Option<Snapshot>,
+    /// The counters as the scx_stats socket last served them (None: not
+    /// read, or the agent is gone).
+    pub metrics: Option<Metrics>,
     pub log: VecDeque<Event>,
     pub fuse_latency_us: VecDeque<u64>,
     /// (when, kind) of recent fuses and splits, for rates.
@@ -262,7 +267,7 @@ pub fn render(f: &mut Frame, m: &Model) {
     }
     render_histogram(f, m, a.latency);
     crate::top::events::render(f, m, a.log);
-    f.render_widget(Paragraph::new(module_line(m.status.as_ref())), a.module);
+    f.render_widget(Paragraph::new(module_line(m.status.as_ref(), m.metrics.as_ref())), a.module);
     render_footer(f, m, a.footer);
     if m.show_help {
         let k = &m.keys;
@@ -359,8 +364,9 @@ fn render_histogram(f: &mut Frame, m: &Model, area: Rect) {
 }
 
 /// The companion module's line: which CPU is lent to which representative
-/// (processor proxies) and the interruptions lent CPUs still took.
-fn module_line(status: Option<&Snapshot>) -> String {
+/// (processor proxies, from the status) and the interruptions lent CPUs
+/// still took (from the metrics).
+fn module_line(status: Option<&Snapshot>, metrics: Option<&Metrics>) -> String {
     let Some(s) = status else { return String::new() };
     let Some(md) = &s.module else {
         return " module: not loaded (no processor proxies: lent CPUs keep their IRQs)".into();
@@ -369,17 +375,22 @@ fn module_line(status: Option<&Snapshot>) -> String {
         return " module: loaded after the scheduler, kfuncs not bound (no processor proxies)".into();
     }
     let proxies: Vec<String> = md.proxies.iter().map(|(c, r)| format!("{c}>{r}")).collect();
-    let mut line = format!(
-        " proxies: {}  lends {} reclaims {}  IRQs moved {}  while lent: irq {} softirq {} ipi {} timer {}",
-        if proxies.is_empty() { "none".to_string() } else { proxies.join(" ") },
-        md.lends,
-        md.reclaims,
-        md.irqs_moved,
-        md.lent_irqs,
-        md.lent_softirqs,
-        md.lent_ipis,
-        md.lent_timers
-    );
+    let mut line = format!(" proxies: {}", if proxies.is_empty() { "none".to_string() } else { proxies.join(" ") });
+    match metrics {
+        Some(c) => {
+            line += &format!(
+                "  lends {} reclaims {}  IRQs moved {}  while lent: irq {} softirq {} ipi {} timer {}",
+                c.proxy_lends,
+                c.proxy_reclaims,
+                c.proxy_irqs_moved,
+                c.proxy_lent_irqs,
+                c.proxy_lent_softirqs,
+                c.proxy_lent_ipis,
+                c.proxy_lent_timers
+            )
+        }
+        None => line += "  (counters unavailable)",
+    }
     if !s.parked.is_empty() {
         line += &format!("  parked {:?}", s.parked);
     }
@@ -391,7 +402,7 @@ fn module_line(status: Option<&Snapshot>) -> String {
 
 fn render_footer(f: &mut Frame, m: &Model, area: Rect) {
     let (fuse, split) = m.rates();
-    let proxy = m.status.as_ref().and_then(|s| s.counters).map_or(0, |c| c.proxy_served);
+    let proxy = m.metrics.as_ref().map_or("-".to_string(), |c| c.proxy_served.to_string());
     let state = if m.connected { Span::styled("connected", Style::default().fg(Color::Green)) } else {
         Span::styled("DISCONNECTED: scheduler not running, retrying", Style::default().fg(Color::Red))
     };
@@ -420,6 +431,8 @@ pub fn reconnect_delay(attempt: u32) -> Duration {
 
 enum Msg {
     Event(Box<Event>),
+    /// The counters just fetched (None: the socket did not answer).
+    Metrics(Option<Box<Metrics>>),
     Connected,
     Disconnected,
     Key(char),
@@ -431,6 +444,7 @@ impl Model {
     fn on_msg(&mut self, msg: Msg, now: Instant) -> bool {
         match msg {
             Msg::Event(ev) => self.on_event(*ev, now),
+            Msg::Metrics(m) => self.metrics = m.map(|m| *m),
             Msg::Connected => self.connected = true,
             Msg::Disconnected => {
                 self.connected = false;
@@ -467,6 +481,19 @@ fn follow_events(socket: std::path::PathBuf, tx: tokio::sync::mpsc::UnboundedSen
             return;
         }
         std::thread::sleep(reconnect_delay(attempt));
+    }
+}
+
+/// Fetch the counters from the scx_stats socket each second, as often as the
+/// agent publishes them. A thread of its own: a stuck agent holds it (for
+/// up to the timeout), not the screen.
+fn follow_metrics(tx: tokio::sync::mpsc::UnboundedSender<Msg>) {
+    loop {
+        let m = chameleon::report::metrics::fetch_within(Some(Duration::from_secs(1))).ok();
+        if tx.send(Msg::Metrics(m.map(Box::new))).is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_secs(1));
     }
 }
 
@@ -510,6 +537,10 @@ pub fn run(socket: &std::path::Path, status_path: &std::path::Path, config: Opti
     {
         let (tx, socket) = (tx.clone(), socket.to_path_buf());
         std::thread::spawn(move || follow_events(socket, tx));
+    }
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || follow_metrics(tx));
     }
     std::thread::spawn(move || read_keys(tx));
     let mut terminal = ratatui::init();

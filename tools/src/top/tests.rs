@@ -81,7 +81,6 @@ fn fused_model() -> Model {
                 (h.db, "v1 level=1 weight=1 tax=1.00 smt=any".into()),
                 (h.web, "v1 level=2 weight=3 tax=0.50 smt=any".into()),
             ],
-            counters: None,
             parked: vec![],
             module: None,
             auto_tax: vec![],
@@ -107,15 +106,21 @@ fn shows_the_modules_proxies_and_interruptions() {
     let st = m.status.as_mut().unwrap();
     st.module = Some(chameleon::report::status::ModuleStatus {
         kfuncs: true,
-        lends: 40,
-        reclaims: 39,
-        irqs_moved: 1,
         proxies: vec![(1, 0)],
-        lent_irqs: 5,
-        lent_softirqs: 6,
-        lent_ipis: 7,
-        lent_timers: 8,
         emulate: Some("high".into()),
+        ..Default::default()
+    });
+    // The state from the status, the numbers from the metrics.
+    let s = screen(&m);
+    assert!(s.contains("proxies: 1>0  (counters unavailable)"), "{s}");
+    m.metrics = Some(chameleon::report::metrics::Metrics {
+        proxy_lends: 40,
+        proxy_reclaims: 39,
+        proxy_irqs_moved: 1,
+        proxy_lent_irqs: 5,
+        proxy_lent_softirqs: 6,
+        proxy_lent_ipis: 7,
+        proxy_lent_timers: 8,
         ..Default::default()
     });
     let s = screen(&m);
@@ -149,6 +154,11 @@ fn shows_event_lines_rates_and_histogram_labels() {
     assert!(s.contains("p50 4.00 ms  p99 5.00 ms"), "{s}");
     assert!(s.contains("≤5 ms"), "{s}");
     assert!(s.contains("fuse/s 3  split/s 1"), "{s}");
+    // Kernel work on lent CPUs is a counter: from the metrics, "-" until read.
+    assert!(s.contains("kernel work on lent CPUs -  "), "{s}");
+    let mut m = fused_model();
+    m.metrics = Some(chameleon::report::metrics::Metrics { proxy_served: 17, ..Default::default() });
+    assert!(screen(&m).contains("kernel work on lent CPUs 17  "), "{}", screen(&m));
     // The kinds' key figures, one short line each.
     let h = host();
     let names = Names::at(&h.cgroups, &h.proc);
