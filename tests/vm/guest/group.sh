@@ -147,13 +147,16 @@ for t in "$@"; do
 	t0=$(now_ms)
 	rm -f $g/pid $g/timedout
 	# The watchdog: after $limit s, evidence into the kernel log and the
-	# test's shell killed (what it started is cleanup's).
+	# test's shell killed (what it started is cleanup's). Only a sleep that
+	# ran its course acts: the one killed below, as the test ends, makes the
+	# watchdog exit without a word.
 	(
-		sleep $limit
-		echo 1 >$g/timedout
-		echo w >/proc/sysrq-trigger
-		echo l >/proc/sysrq-trigger
-		kill -9 $(cat $g/pid)
+		sleep $limit && {
+			echo 1 >$g/timedout
+			echo w >/proc/sysrq-trigger
+			echo l >/proc/sysrq-trigger
+			kill -9 $(cat $g/pid)
+		}
 	) </dev/null >/dev/null 2>&1 &
 	wd=$!
 	# In the foreground, as /cmd runs a test alone (its own pid noted for
@@ -161,7 +164,8 @@ for t in "$@"; do
 	sh -c 'echo $$ >'$g'/pid; cd /root && exec sh "$0"' "/opt/chameleon/guest/$t.sh" </dev/null
 	rc=$?
 	ms=$(( $(now_ms) - t0 ))
-	# The watchdog's sleep (its child) first, then the watchdog.
+	# The watchdog's sleep (its child), which ends the watchdog, then the
+	# watchdog itself.
 	for _p in $(awk -v w=$wd '{ s = $0; sub(/.*\) /, "", s); split(s, f, " "); if (f[2] == w) { p = FILENAME; sub(/^\/proc\//, "", p); sub(/\/stat$/, "", p); print p } }' /proc/[0-9]*/stat 2>/dev/null); do
 		kill -9 $_p 2>/dev/null
 	done
