@@ -25,6 +25,14 @@ storm_fail() {
 	cat "$AGENT_LOG"
 	echo "--- kernel log (tail) ---"
 	dmesg | tail -n 60
+	# sched_ext's own dump (SysRq-D, into the sched_ext_dump tracepoint):
+	# what each CPU runs now and our state (roles, queues), for a failure
+	# whose state lasts, e.g. a lent CPU kept busy.
+	_T=/sys/kernel/tracing
+	{ [ -d $_T/events ] || mount -t tracefs nodev $_T; } 2>/dev/null &&
+		echo 1 >$_T/events/sched_ext/sched_ext_dump/enable 2>/dev/null && : >$_T/trace &&
+		echo D >/proc/sysrq-trigger && usleep 500000 &&
+		{ echo "--- SysRq-D ---"; grep -v '^#' $_T/trace | sed 's/.*sched_ext_dump: //' | head -n 400; }
 	fail "$@"
 }
 
