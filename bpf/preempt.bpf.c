@@ -14,16 +14,58 @@ u64 released_at(s32 cpu)
 	return cpu_valid(cpu) ? READ_ONCE(cpu_releases[CPU_IDX(cpu)].released_at) : 0;
 }
 
+/* The field RT group scheduling adds (not in the headers' kernel). */
+struct sched_rt_entity___grp {
+	struct rt_rq *my_q;
+} __attribute__((preserve_access_index));
+
 /*
- * The only RT task on @rq is the per-CPU kthread running there (idle
- * injection, a threaded interrupt): a hint, read without the lock.
+ * The task at the head of @rq's highest RT priority queue, or 0: an address,
+ * not a pointer the verifier knows (the priority array's entries are plain
+ * list links), read with probe reads. A hint, read without the lock.
+ */
+static u64 rt_queue_head(struct rq *rq)
+{
+	struct sched_rt_entity___grp *se;
+	u64 q, next = 0;
+	int prio = rq->rt.highest_prio.curr;
+
+	if (prio < 0 || prio >= CHAMELEON_MAX_RT_PRIO)
+		return 0;
+	q = (u64)rq + bpf_core_field_offset(struct rq, rt) +
+	    bpf_core_field_offset(struct rt_rq, active) +
+	    bpf_core_field_offset(struct rt_prio_array, queue) +
+	    (u64)prio * sizeof(struct list_head);
+	if (bpf_probe_read_kernel(&next, sizeof(next), (void *)q) || !next || next == q)
+		return 0;
+	se = (void *)(next - bpf_core_field_offset(struct sched_rt_entity, run_list));
+	/* With RT group scheduling the entry may be a group's: no task. */
+	if (bpf_core_field_exists(se->my_q) && BPF_CORE_READ(se, my_q))
+		return 0;
+	return (u64)se - bpf_core_field_offset(struct task_struct, rt);
+}
+
+/*
+ * The only RT task on @rq is a per-CPU kthread (idle injection, a threaded
+ * interrupt), running there or woken and about to: between its wakeup and
+ * the switch, rq->curr is still what it preempts (an scx task, the idle
+ * task), and the turn is as short as when it runs. A hint, read without the
+ * lock.
  */
 static bool pcpu_kthread_turn(struct rq *rq)
 {
-	struct task_struct *curr = rq->curr;
+	struct task_struct *curr = rq->curr, *t;
+	u64 addr;
 
-	return rq->rt.rt_nr_running == 1 && curr && is_pcpu_kthread(curr) &&
-	       curr->prio < CHAMELEON_MAX_RT_PRIO;
+	if (rq->rt.rt_nr_running != 1)
+		return false;
+	if (curr && curr->prio < CHAMELEON_MAX_RT_PRIO)
+		return is_pcpu_kthread(curr);
+	addr = rt_queue_head(rq);
+	if (!addr)
+		return false;
+	t = (struct task_struct *)addr;
+	return (BPF_CORE_READ(t, flags) & PF_KTHREAD) && BPF_CORE_READ(t, nr_cpus_allowed) == 1;
 }
 
 /*
