@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * spin: a CPU-bound task for the VM tests.
- *   spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] [-N NAME] SECONDS
+ *   spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO]
+ *        [-D RUNTIME_MS:PERIOD_MS] [-N NAME] SECONDS
  * Optionally pins itself to CPU and moves itself into CGROUP_DIR (so that it
  * is tagged), then burns CPU for SECONDS of wall time (with -b: in bursts of
  * RUN_MS separated by sleeps of SLEEP_MS, a bursty task; -n sets its nice
- * value, -f makes it SCHED_FIFO at RT_PRIO, -N renames it, before it joins
+ * value, -f makes it SCHED_FIFO at RT_PRIO, -D SCHED_DEADLINE with that
+ * runtime each period (deadline = period), -N renames it, before it joins
  * the cgroup) and prints
  * "spin pid=P seconds=S loops=N" (N: work done, for speed comparisons).
  * SIGUSR1 prints "spin pid=P mark loops=N" (the work done so far) at once,
@@ -21,7 +23,24 @@
 #include <time.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#ifndef SCHED_DEADLINE
+#define SCHED_DEADLINE 6
+#endif
+
+/* The uapi's struct sched_attr (glibc has no wrapper for sched_setattr). */
+struct dl_attr {
+	unsigned int size;
+	unsigned int sched_policy;
+	unsigned long long sched_flags;
+	int sched_nice;
+	unsigned int sched_priority;
+	unsigned long long sched_runtime;
+	unsigned long long sched_deadline;
+	unsigned long long sched_period;
+};
 
 static double now(void)
 {
@@ -46,11 +65,11 @@ int main(int argc, char **argv)
 	volatile unsigned long long sink = 0;
 	double secs, end;
 	int opt, cpu = -1, run_ms = 0, sleep_ms = 0, nice_val = 0, rt_prio = 0;
-	int set_nice = 0;
+	int set_nice = 0, dl_run_ms = 0, dl_period_ms = 0;
 	double burst_end = 0;
 	char *tail;
 
-	while ((opt = getopt(argc, argv, "c:g:b:n:f:N:")) != -1) {
+	while ((opt = getopt(argc, argv, "c:g:b:n:f:D:N:")) != -1) {
 		switch (opt) {
 		case 'N': prctl(PR_SET_NAME, optarg, 0, 0, 0); break;
 		case 'c': cpu = atoi(optarg); break;
@@ -64,13 +83,20 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'D':
+			if (sscanf(optarg, "%d:%d", &dl_run_ms, &dl_period_ms) != 2 ||
+			    dl_run_ms <= 0 || dl_period_ms < dl_run_ms) {
+				fprintf(stderr, "spin: bad -D '%s' (RUNTIME_MS:PERIOD_MS)\n", optarg);
+				return 2;
+			}
+			break;
 		default:
-			fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] [-N NAME] SECONDS\n");
+			fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] [-D RUNTIME_MS:PERIOD_MS] [-N NAME] SECONDS\n");
 			return 2;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] [-N NAME] SECONDS\n");
+		fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] [-D RUNTIME_MS:PERIOD_MS] [-N NAME] SECONDS\n");
 		return 2;
 	}
 	secs = strtod(argv[optind], &tail);
@@ -108,6 +134,21 @@ int main(int argc, char **argv)
 
 		if (sched_setscheduler(0, SCHED_FIFO, &sp)) {
 			fprintf(stderr, "spin: SCHED_FIFO %d: %s\n", rt_prio, strerror(errno));
+			return 1;
+		}
+	}
+	if (dl_run_ms) {
+		struct dl_attr a = {
+			.size = sizeof(a),
+			.sched_policy = SCHED_DEADLINE,
+			.sched_runtime = dl_run_ms * 1000000ULL,
+			.sched_deadline = dl_period_ms * 1000000ULL,
+			.sched_period = dl_period_ms * 1000000ULL,
+		};
+
+		if (syscall(SYS_sched_setattr, 0, &a, 0)) {
+			fprintf(stderr, "spin: SCHED_DEADLINE %d:%d: %s\n", dl_run_ms, dl_period_ms,
+				strerror(errno));
 			return 1;
 		}
 	}
