@@ -210,6 +210,8 @@ struct task_ctx {
 	u8	wake_idle;	/* select_cpu claimed its idle CPU, enqueue hands it over */
 	u8	wake_busy;	/* select_cpu searched and found no idle CPU: enqueue need not */
 	u8	awake;		/* runnable since task_wakes(); stopping(!runnable) clears it */
+	u8	enabled_before;	/* enable() ran before: a return from another class */
+	u8	exit_told;	/* the agent was sent its TASK_EXIT */
 	u32	assign_gen;	/* generation of the object vruntimes[] refer to */
 	s32	fused_rep;	/* representative + 1 it last fused on, 0 if none */
 	/*
@@ -413,6 +415,10 @@ static __always_inline bool cpu_fused(s32 cpu)
 }
 
 bool role_cas(s32 cpu, u32 ev, s32 arg);
+s32 roles_init(void) __hidden;
+void idle_refused(s32 cpu) __hidden;
+s32 select_idle_near(struct task_struct *p __arg_trusted, s32 prev_cpu, u64 wake_flags,
+		     bool *is_idle) __hidden;
 s32 pick_idle(struct task_struct *p __arg_trusted);
 s32 pick_other(struct task_struct *p __arg_trusted, s32 cpu);
 bool kwork_lent(s32 cpu) __hidden;
@@ -488,19 +494,25 @@ static __always_inline void task_vtime_set(struct task_struct *p, struct task_ct
 	tctx->vtime_owed = 0;
 }
 
+/* ---- task_life.bpf.c ---- */
+void life_enable(struct task_struct *p __arg_trusted, struct task_ctx *tctx) __hidden;
+void life_disable(struct task_struct *p __arg_trusted, struct task_ctx *tctx) __hidden;
+void life_exit(struct task_struct *p __arg_trusted, struct task_ctx *tctx) __hidden;
+
 /* ---- main.bpf.c ---- */
 struct task_ctx *task_ctx(struct task_struct *p) __hidden;
 
 /* ---- queue.bpf.c ---- */
 struct chameleon_steal_order *steal_order(s32 cpu, u32 *nr) __hidden;
+s32 pick_rep_to_split(struct task_struct *p __arg_trusted, s32 cpu) __hidden;
 void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu) __hidden;
 u64 queue_vtime(s32 cpu, u64 vtime) __hidden;
 void repay_resume_lag(struct task_struct *p, struct task_ctx *tctx) __hidden;
 int steal(s32 cpu);
 int balance_pull(s32 cpu, u64 mine);
-bool keep_prev(s32 cpu, struct task_struct *prev, bool held) __hidden;
+bool keep_prev(s32 cpu, struct task_struct *prev __arg_trusted __arg_nullable, bool held) __hidden;
 bool owner_next(s32 cpu, u64 vtime) __hidden;
-bool renew(struct task_struct *p, s32 cpu) __hidden;
+bool renew(struct task_struct *p __arg_trusted, s32 cpu) __hidden;
 bool wake_preempts(s32 cpu, u64 vtime) __hidden;
 
 /* ---- exec_object.bpf.c ---- */
@@ -544,6 +556,7 @@ int guard_object(s32 cpu, u64 now);
 int starve_check(s32 cpu, u64 now, u64 now_j);
 s32 guard_start(void) __hidden;
 void guard_watch(u64 now) __hidden;
+void guard_soon(void) __hidden;
 bool dispatch_starved(s32 cpu) __hidden;
 u64 jiffies_to_ns(u64 j) __hidden;
 
@@ -565,6 +578,8 @@ bool preempt_split_due(s32 cpu) __hidden;
 void preempt_acquire(s32 cpu) __hidden;
 u64 released_at(s32 cpu) __hidden;
 bool higher_class_waits(s32 cpu) __hidden;
+bool ext_server_serves(s32 cpu) __hidden;
+bool lent_split_due(s32 cpu) __hidden;
 bool rt_held_long(s32 cpu, u64 now) __hidden;
 
 /* ---- weight.bpf.c ---- */

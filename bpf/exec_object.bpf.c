@@ -151,7 +151,12 @@ bool assignment_of(struct task_struct *p, struct chameleon_assignment *a)
 	return assignment_copy(p, a);
 }
 
-/* The representative @p belongs on, if it has an object it may run there; else -1. */
+/*
+ * The representative @p belongs on, if it has an object and the placement
+ * rule lets it go there now (online, in its affinity, not held by a higher
+ * class, not draining, not parked or lent to another object); else -1, and
+ * it is placed as a task without an object.
+ */
 s32 task_rep(struct task_struct *p, struct task_ctx *tctx)
 {
 	struct chameleon_assignment a;
@@ -160,8 +165,7 @@ s32 task_rep(struct task_struct *p, struct task_ctx *tctx)
 	if (!tctx->tagged || !assignment_copy(p, &a))
 		return -1;
 	rep = a.cpus[0];
-	/* An offline representative's queue is not served. */
-	if (!cpu_online(rep) || !bpf_cpumask_test_cpu(rep, p->cpus_ptr))
+	if (!may_run_on(p, rep, PLACE_NEW))
 		return -1;
 	return rep;
 }
@@ -495,7 +499,7 @@ int object_running(struct task_struct *p __arg_trusted, s32 cpu)
 		 * preempt it again and again. It keeps a short slice instead.
 		 */
 		if (task_migration_disabled(p))
-			p->scx.slice = p->scx.slice < min_gran_ns ? p->scx.slice : min_gran_ns;
+			scx_bpf_task_set_slice(p, p->scx.slice < min_gran_ns ? p->scx.slice : min_gran_ns);
 		else
 			kick_cpu(cpu, SCX_KICK_PREEMPT);
 	}

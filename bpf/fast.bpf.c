@@ -52,7 +52,8 @@ bool wants_fast(struct task_struct *p, s32 cpu)
 /*
  * An idle fast CPU that @p may use (not withheld, nor another's
  * representative), its idle bit taken; -1 if none. Bounded like
- * pick_idle(): a fast CPU @p may not run on is passed over.
+ * pick_idle(): a fast CPU @p may not run on is passed over, its bit given
+ * back.
  */
 s32 pick_idle_fast(struct task_struct *p __arg_trusted)
 {
@@ -68,6 +69,7 @@ s32 pick_idle_fast(struct task_struct *p __arg_trusted)
 			return -1;
 		if (may_run_on(p, cpu, PLACE_NEW))
 			return cpu;
+		idle_refused(cpu);
 	}
 	return -1;
 }

@@ -197,16 +197,15 @@ static bool move_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s32 
  * MOVE_MOVABLE (an online CPU that stopped serving its queue): every movable
  * task; what can run only there stays, for its own dispatch (the global
  * queue would be no better: a CPU consumes it only when its local queue is
- * empty). MOVE_ALL (the CPU is going offline): every task. In both, a
+ * empty). MOVE_ALL (the CPU is going offline): every task. In both, for a
  * movable task the rule lets on no other CPU now (the others all fused,
- * lent, held or draining: a full machine losing a CPU) goes to the kernel's
- * global queue, which every CPU consumes before it dispatches, a
- * representative at its owner's next slice end: the unserved queue would
- * keep it for good (a CPU between leaving the active mask and
- * ops.cpu_offline waits in synchronize_rcu(), for rcu_preempt, queued
- * there). A non-owner run on a representative ends the object (running()).
- * What can run only on a dying CPU goes there too: the dying CPU consumes
- * it itself. Returns how many it moved.
+ * lent, held or draining: a full machine losing a CPU) the nearest object
+ * it may use is split (pick_rep_to_split()) and the task goes to its
+ * representative: the unserved queue would keep it for good (a CPU between
+ * leaving the active mask and ops.cpu_offline waits in synchronize_rcu(),
+ * for rcu_preempt, queued there); with no such object it stays for the next
+ * pass. What can run only on a dying CPU goes to the kernel's global queue,
+ * from which only that CPU can take it. Returns how many it moved.
  */
 /*
  * Tasks moved by the current move_queue() call. In memory rather than a
@@ -238,15 +237,24 @@ u32 move_queue(s32 cpu, u32 mode)
 			continue;
 		to = -1;
 		if (task_movable(p)) {
-			/* pick_other() wants a trusted task: this one, by pid. */
+			/* The pickers want a trusted task: this one, by pid. */
 			t = bpf_task_from_pid(p->pid);
 			if (t) {
 				to = pick_other(t, cpu);
+				if (to < 0 && mode != MOVE_FORBIDDEN) {
+					to = pick_rep_to_split(t, cpu);
+					if (to >= 0)
+						split(to, CHAMELEON_SPLIT_BOUND);
+				}
 				bpf_task_release(t);
 			}
 		}
+		/*
+		 * The global queue only for a task that can run on this CPU
+		 * only: the kernel lets no other CPU take it from there.
+		 */
 		if ((to >= 0 && move_queued(BPF_FOR_EACH_ITER, p, to)) ||
-		    (mode != MOVE_FORBIDDEN &&
+		    (mode == MOVE_ALL && !task_movable(p) &&
 		     scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_GLOBAL, 0)))
 			WRITE_ONCE(guard_moved, READ_ONCE(guard_moved) + 1);
 	}
@@ -422,6 +430,21 @@ s32 guard_start(void)
 	WRITE_ONCE(guard_period, CHAMELEON_GUARD_NS);
 	WRITE_ONCE(guard_ran_at, bpf_ktime_get_ns());
 	return bpf_timer_start(&g->timer, CHAMELEON_GUARD_NS, 0);
+}
+
+/*
+ * Run the guard at once: a CPU going offline may not kick (may_kick()), and
+ * the CPUs its splits gave back would otherwise idle until the next pass.
+ * The timer armed here moves with the CPU's other timers when it dies.
+ */
+void guard_soon(void)
+{
+	struct guard *g;
+	u32 key = 0;
+
+	g = bpf_map_lookup_elem(&guard_timer, &key);
+	if (g)
+		bpf_timer_start(&g->timer, 0, 0);
 }
 
 /*

@@ -166,14 +166,17 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return prev_cpu;
 	}
 
-	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags & ~SCX_WAKE_SYNC, &is_idle);
+	cpu = select_idle_near(p, prev_cpu, wake_flags & ~SCX_WAKE_SYNC, &is_idle);
 	/*
-	 * A lent CPU, or another's representative between two runs of its
-	 * owner, looks idle but is not: take another idle one. With none,
-	 * queue there; enqueue moves it where the rule allows.
+	 * Found idle but not to be used now (a role changed since the
+	 * search, a higher class holds it): its bit back, and another idle
+	 * one. With none, queue there; enqueue moves it where the rule allows.
 	 */
 	if (is_idle && !may_run_on(p, cpu, PLACE_PICKED)) {
-		s32 other = pick_idle(p);
+		s32 other;
+
+		idle_refused(cpu);
+		other = pick_idle(p);
 
 		if (other >= 0)
 			cpu = other;
@@ -195,9 +198,14 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	bool here = true, wake_idle, wake_busy, movable;
 	u64 vtime;
 
+	/*
+	 * enable() gave every task a context and the agent refuses machines
+	 * with more CPUs than the arrays hold: neither can happen. (Not the
+	 * global queue: any CPU would take it from there, whatever its role.)
+	 */
 	if (!tctx || !cpu_valid(cpu)) {
-		/* Not ours to order (should not happen): keep it runnable. */
-		scx_bpf_dsq_insert(p, SCX_DSQ_GLOBAL, slice_ns, enq_flags);
+		scx_bpf_error("enqueue: pid %d has %s (cpu %d)", p->pid,
+			      tctx ? "an invalid CPU" : "no task context", cpu);
 		return;
 	}
 	wake_idle = tctx->wake_idle;
@@ -223,7 +231,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		here = cpu == rep;
 		cpu = rep;
 	} else if ((p->flags & PF_KTHREAD) && movable && (kw = kwork_sibling(cpu)) >= 0 &&
-		   bpf_cpumask_test_cpu(kw, p->cpus_ptr)) {
+		   may_run_on(p, kw, PLACE_NEW)) {
 		/* Kernel work off a kwork representative, to its sibling. */
 		here = false;
 		cpu = kw;
@@ -290,8 +298,8 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	 * whose insert raced with the hint's clearing is passed once, not
 	 * lost (its CPU's dispatch counts for real).
 	 */
-	if (!movable && !(enq_flags & SCX_ENQ_REENQ) && !cpu_lent(cpu) &&
-	    !cpu_parked(cpu) && (!queue_hint(cpu) || !scx_bpf_dsq_nr_queued(cpu)) &&
+	if (!movable && !(enq_flags & SCX_ENQ_REENQ) && may_run_on(p, cpu, PLACE_STAY) &&
+	    (!queue_hint(cpu) || !scx_bpf_dsq_nr_queued(cpu)) &&
 	    !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 		if (enq_flags & SCX_ENQ_LAST)
@@ -410,14 +418,27 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 	bool held;
 	u64 mine;
 
-	/* A lent CPU runs only the kthreads it serves (processor-proxy work). */
+	/*
+	 * A lent CPU runs only the kthreads it serves (processor-proxy work),
+	 * unless its object ends now (a higher class took the representative).
+	 */
 	if (kind == CHAMELEON_ROLE_LENT) {
-		perf_set(cpu, 0);
-		return dispatch_lent(cpu);
+		if (!lent_split_due(cpu)) {
+			perf_set(cpu, 0);
+			return dispatch_lent(cpu);
+		}
+		kind = role_kind(cpu);
+		if (kind == CHAMELEON_ROLE_LENT)
+			return dispatch_lent(cpu);
 	}
 	if (kind == CHAMELEON_ROLE_PARKED)
 		return dispatch_parked(cpu);
-	if (!local_handoff() && higher_class_waits(cpu))
+	/*
+	 * Before 7.1 a task put into a local queue an RT task holds would wait
+	 * there the whole burst (preempt.bpf.c): decline, unless the kernel's
+	 * ext server runs now and gives the CPU to us.
+	 */
+	if (!local_handoff() && higher_class_waits(cpu) && !ext_server_serves(cpu))
 		return false;
 	if (dispatch_starved(cpu))
 		return true;
@@ -447,6 +468,14 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && task_cpu_of(prev) == cpu &&
 	    may_run_on(prev, cpu, PLACE_STAY))
 		return renew(prev, cpu);
+	/*
+	 * The kernel's ext server gives us this CPU under an RT task and our
+	 * rules found nothing: the head of its queue takes it. A server given
+	 * nothing stops, and what can run only here would wait for the RT
+	 * task to end.
+	 */
+	if (scx_bpf_dsq_nr_queued(cpu) && higher_class_waits(cpu) && ext_server_serves(cpu))
+		return scx_bpf_dsq_move_to_local(cpu, 0);
 	return false;
 }
 
@@ -517,7 +546,7 @@ void BPF_STRUCT_OPS(chameleon_tick, struct task_struct *p)
 	}
 	/* On a slow CPU while a fast one idles: enqueue moves it. */
 	if (wants_fast(p, cpu) && fast_cpu_idles(p))
-		p->scx.slice = 0;
+		scx_bpf_task_set_slice(p, 0);
 }
 
 void BPF_STRUCT_OPS(chameleon_stopping, struct task_struct *p, bool runnable)
@@ -594,57 +623,30 @@ s32 BPF_STRUCT_OPS(chameleon_init_task, struct task_struct *p,
 
 void BPF_STRUCT_OPS(chameleon_enable, struct task_struct *p)
 {
-	s32 cpu = task_cpu_of(p);
-	u64 cgid = task_cgroup_id(p);
-	struct task_ctx *tctx;
-	u64 wcg;
+	struct task_ctx *tctx = task_ctx(p);
 
-	tctx = task_ctx(p);
 	if (!tctx) {
 		scx_bpf_error("pid %d has no task context after init_task", p->pid);
 		return;
 	}
-	wcg = tctx->wcg;
-	__builtin_memset(tctx, 0, sizeof(*tctx));
-	tctx->wcg = wcg;
-	tctx->cgid = cgid;
-	tctx->vcpu = cpu_valid(cpu) ? cpu : -1;
-	task_vtime_set(p, tctx, cpu_valid(cpu) ? cpu_run(cpu)->vclock : 0);
-	/*
-	 * Untagged, its tag stale: its first enqueue (a wake, a fork's first
-	 * run, the attach's re-enqueue of a runnable task) reads the tag and a
-	 * tagged task asks for its object then (tag_check). Not here: a task
-	 * asleep at attach would ask for CPUs it does not use, and the
-	 * rotation would serve it in turn, never hearing that it sleeps (a
-	 * task without an object sends no sleep events).
-	 */
-	tctx->tags_gen = tags_gen - 1;
+	life_enable(p, tctx);
 }
 
 void BPF_STRUCT_OPS(chameleon_disable, struct task_struct *p)
 {
-	s32 cpu = task_cpu_of(p);
 	struct task_ctx *tctx = task_ctx(p);
 
-	if (!tctx)
-		return;
-	/*
-	 * Leaving sched_ext (exit, or another class) while counted runnable:
-	 * no stopping(!runnable) follows to uncount it.
-	 */
-	count_untagged(p, tctx, false);
-	cg_count(tctx, false);
-	if (tctx->fused_rep) {
-		struct rep_ctx *rc = rep_ctx(tctx->fused_rep - 1);
+	if (tctx)
+		life_disable(p, tctx);
+}
 
-		split_owned(tctx, p->pid, CHAMELEON_SPLIT_EXIT);
-		/* tick() charges the owner by pid: a reused pid must not match. */
-		if (rc && rc->owner == p->pid)
-			rc->owner = 0;
-	}
-	/* Only tagged tasks matter to the agent; run time is the kernel's account. */
-	if (tctx->tagged)
-		emit_exit(p, cpu, BPF_CORE_READ(p, se.sum_exec_runtime), tctx->fused_ns);
+void BPF_STRUCT_OPS(chameleon_exit_task, struct task_struct *p,
+		    struct scx_exit_task_args *args)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	if (tctx)
+		life_exit(p, tctx);
 }
 
 /*
@@ -722,9 +724,9 @@ void BPF_STRUCT_OPS(chameleon_cpu_offline, s32 cpu)
 		/* Offline first: the splits below wait for online CPUs only. */
 		hotplug_cpu_gone(cpu);
 		/* A lent CPU leaving splits its object, and so does its representative. */
-		if (rep >= 0)
-			split(rep, CHAMELEON_SPLIT_OFFLINE);
-		split(cpu, CHAMELEON_SPLIT_OFFLINE);
+		if ((rep >= 0 && split(rep, CHAMELEON_SPLIT_OFFLINE)) |
+		    split(cpu, CHAMELEON_SPLIT_OFFLINE))
+			guard_soon();
 		cpu_lend(cpu)->pending_for = 0;
 		cpu_lend(cpu)->local_from = 0;
 	}
@@ -750,6 +752,9 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(chameleon_init)
 	}
 	scx_bpf_put_cpumask(online);
 	proxy_check_abi();
+	ret = roles_init();
+	if (ret)
+		return ret;
 	ret = fast_init();
 	if (ret)
 		return ret;
@@ -809,6 +814,7 @@ SCX_OPS_DEFINE(chameleon_ops,
 	       .init_task	= (void *)chameleon_init_task,
 	       .enable		= (void *)chameleon_enable,
 	       .disable		= (void *)chameleon_disable,
+	       .exit_task	= (void *)chameleon_exit_task,
 	       .cgroup_init	= (void *)chameleon_cgroup_init,
 	       .cgroup_exit	= (void *)chameleon_cgroup_exit,
 	       .cgroup_move	= (void *)chameleon_cgroup_move,

@@ -168,6 +168,40 @@ bool preempt_split_due(s32 cpu)
 	return READ_ONCE(rl->released_at) && !READ_ONCE(rl->released_kthread) && cpu_fused(cpu);
 }
 
+/* Wake the CPUs fused representative @rep lends from: the split is theirs to make. */
+static void kick_lent(s32 rep)
+{
+	struct rep_ctx *rc = rep_ctx(rep);
+	u32 i;
+	s32 c;
+
+	if (!rc)
+		return;
+	for_each_lent(i, c, rc->cpus, rc->nr_cpus)
+		kick_cpu(c, SCX_KICK_IDLE);
+}
+
+/*
+ * From dispatch on lent @cpu: does its object end now? When a higher class
+ * took its representative from the owner (preempt_split_due()): split now
+ * rather than at the guard's next pass, with this CPU idle meanwhile. And
+ * when the kernel's ext server asks this CPU for a task while an RT task
+ * holds it: the object cannot have the CPU, and a dispatch that gave the
+ * server nothing would stop it, so that a task that can run here only would
+ * wait for the RT task to end (the server starts again only when the CPU's
+ * sched_ext tasks come and go). Returns whether it split.
+ */
+bool lent_split_due(s32 cpu)
+{
+	s32 rep = lent_to(cpu);
+
+	if (!cpu_valid(rep))
+		return false;
+	if (!preempt_split_due(rep) && !(higher_class_waits(cpu) && ext_server_serves(cpu)))
+		return false;
+	return split(rep, CHAMELEON_SPLIT_PREEMPT);
+}
+
 /* @cpu is ours again: its queue is its own to serve. */
 void preempt_acquire(s32 cpu)
 {
@@ -225,8 +259,13 @@ int BPF_PROG(chameleon_sched_switch, bool preempt, struct task_struct *prev,
 	/* Before 6.19 ops.cpu_release does the rest. */
 	if (!__COMPAT_scx_bpf_reenqueue_local_from_anywhere())
 		return 0;
-	/* A split due is the guard's (preempt_split_due()): not callable here. */
-	preempt_release(cpu, next);
+	/*
+	 * split() is not callable here (the module's kfuncs are for
+	 * struct_ops programs): the lent CPUs, kicked, split in their
+	 * dispatch (lent_split_due()), the guard if they cannot.
+	 */
+	if (preempt_release(cpu, next))
+		kick_lent(cpu);
 	scx_bpf_reenqueue_local_from_anywhere();
 	return 0;
 }
@@ -248,6 +287,35 @@ bool higher_class_waits(s32 cpu)
 
 	/* rt_queued: a throttled RT queue is not queued, and we may run then. */
 	return rq && rq->rt.rt_queued && rq->rt.rt_nr_running;
+}
+
+/* The kernel's deadline server for sched_ext (6.19+; not in older kernels). */
+struct rq___ext_server {
+	struct sched_dl_entity ext_server;
+} __attribute__((preserve_access_index));
+
+/*
+ * May ops.dispatch on @cpu fill its local queue although an RT task is
+ * queued there? Yes when the kernel's deadline server for sched_ext is
+ * running (6.19+): it takes the CPU from the RT class for its runtime
+ * (50 ms of every second as shipped) and asks us for a task now; a
+ * dispatch that declined would hand that time back to the RT task, and a
+ * task that can run on this CPU only would wait until the watchdog ejects
+ * us. The server is running from its zero-laxity timer (or at once when not
+ * deferred) until its runtime is spent: active, not throttled. Before
+ * 6.19 the kernel has no such server and never asks while an RT task runs.
+ * Called from dispatch, under @cpu's rq lock.
+ */
+bool ext_server_serves(s32 cpu)
+{
+	struct rq___ext_server *rq = bpf_per_cpu_ptr(&runqueues, cpu);
+	struct sched_dl_entity *se;
+
+	if (!rq || !bpf_core_field_exists(rq->ext_server))
+		return false;
+	se = &rq->ext_server;
+	return BPF_CORE_READ_BITFIELD(se, dl_server_active) &&
+	       !BPF_CORE_READ_BITFIELD(se, dl_throttled);
 }
 
 #ifndef SCHED_FIFO

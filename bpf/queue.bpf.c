@@ -244,7 +244,7 @@ int balance_pull(s32 cpu, u64 mine)
  * comes between ticks (the time since would be forgiven, and the waker kept
  * waiting).
  */
-bool keep_prev(s32 cpu, struct task_struct *prev, bool held)
+bool keep_prev(s32 cpu, struct task_struct *prev __arg_trusted __arg_nullable, bool held)
 {
 	struct task_struct *head;
 	struct task_ctx *tctx;
@@ -265,7 +265,7 @@ bool keep_prev(s32 cpu, struct task_struct *prev, bool held)
 	    jiffies_to_ns(bpf_jiffies64() - BPF_CORE_READ(head, scx.runnable_at)) >=
 	    CHAMELEON_KEEP_WAIT_NS)
 		return false;
-	prev->scx.slice = slice_ns;
+	scx_bpf_task_set_slice(prev, slice_ns);
 	return true;
 }
 
@@ -293,7 +293,7 @@ bool owner_next(s32 cpu, u64 vtime)
  * grow a partial object), so it goes through enqueue as before; so does a
  * task on a slow CPU of a hybrid machine, which enqueue may move.
  */
-bool renew(struct task_struct *p, s32 cpu)
+bool renew(struct task_struct *p __arg_trusted, s32 cpu)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	struct cpu_run *cr = cpu_run(cpu);
@@ -323,6 +323,6 @@ bool renew(struct task_struct *p, s32 cpu)
 	lend_owed_served(cpu, p);
 	if (owner)
 		charge_tax(p, tctx, cpu, now);
-	p->scx.slice = slice_ns;
+	scx_bpf_task_set_slice(p, slice_ns);
 	return true;
 }

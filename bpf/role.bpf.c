@@ -34,6 +34,52 @@
 struct cpu_role cpu_roles[CHAMELEON_MAX_CPUS];
 struct chameleon_invariants invariants;
 
+/*
+ * The CPUs whose role lets anyone run there (NATIVE, FUSING, SPLITTING):
+ * where an idle search for a task looks (pick_idle(), select_cpu). The
+ * kernel's search takes the idle bit of the CPU it hands out; handed a
+ * representative, a lent or a parked CPU, which we refuse, the bit would
+ * stay taken and the CPU idle unseen by every later search. A copy of the
+ * role words, written after each change (role_cas()), so a search may race
+ * a change: may_run_on() still judges what it found, and a refused CPU gets
+ * its bit back (idle_refused()).
+ */
+private(ROLE) struct bpf_cpumask __kptr *placeable;
+
+static void placeable_note(s32 cpu, u32 word)
+{
+	struct bpf_cpumask *m;
+	u32 kind = chameleon_role_kind(word);
+
+	bpf_rcu_read_lock();
+	m = placeable;
+	if (m) {
+		if (kind == CHAMELEON_ROLE_REP || kind == CHAMELEON_ROLE_LENT ||
+		    kind == CHAMELEON_ROLE_PARKED)
+			bpf_cpumask_clear_cpu(cpu, m);
+		else
+			bpf_cpumask_set_cpu(cpu, m);
+	}
+	bpf_rcu_read_unlock();
+}
+
+/* At load: every CPU NATIVE, all placeable. */
+s32 roles_init(void)
+{
+	struct bpf_cpumask *m;
+	u32 cpu;
+
+	m = bpf_cpumask_create();
+	if (!m)
+		return -ENOMEM;
+	bpf_for(cpu, 0, nr_cpus)
+		bpf_cpumask_set_cpu(cpu, m);
+	m = bpf_kptr_xchg(&placeable, m);
+	if (m)
+		bpf_cpumask_release(m);
+	return 0;
+}
+
 /* One transition of @cpu's role word (role.h); false if it does not apply now. */
 bool role_cas(s32 cpu, u32 ev, s32 arg)
 {
@@ -45,7 +91,74 @@ bool role_cas(s32 cpu, u32 ev, s32 arg)
 	new = chameleon_role_step(old, ev, arg);
 	if (new == CHAMELEON_ROLE_INVALID)
 		return false;
-	return __sync_bool_compare_and_swap(&cpu_roles[CPU_IDX(cpu)].word, old, new);
+	if (!__sync_bool_compare_and_swap(&cpu_roles[CPU_IDX(cpu)].word, old, new))
+		return false;
+	if (chameleon_role_kind(old) != chameleon_role_kind(new))
+		placeable_note(cpu, new);
+	return true;
+}
+
+/*
+ * An idle search handed out @cpu (its idle bit taken) and we do not put the
+ * task there: wake it, so that it takes the idle loop again and the kernel
+ * sets its bit; without this it idles unseen by later searches until some
+ * other event wakes it.
+ */
+void idle_refused(s32 cpu)
+{
+	kick_cpu(cpu, SCX_KICK_IDLE);
+}
+
+/*
+ * Does an idle search for @p look among the placeable CPUs only? Not for a
+ * kthread: a lent CPU runs the kthreads it serves (a kernel-work sibling
+ * takes the movable ones), so the whole machine is its to search.
+ */
+static __always_inline bool search_placeable(struct task_struct *p)
+{
+	return !(p->flags & PF_KTHREAD);
+}
+
+/*
+ * An idle CPU for @p, its idle bit taken, or -1: from the placeable CPUs
+ * where @p may run on any CPU, else from its affinity (the one search the
+ * kernel offers without a mask of our own).
+ */
+static s32 pick_idle_from(struct task_struct *p)
+{
+	struct bpf_cpumask *m = placeable;
+
+	if (m && search_placeable(p) && p->nr_cpus_allowed >= nr_cpus)
+		return scx_bpf_pick_idle_cpu(cast_mask(m), 0);
+	return scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+}
+
+/*
+ * select_cpu's search of the idle CPUs near @prev_cpu, in the placeable set
+ * where the kernel takes a mask (6.16+: scx_bpf_select_cpu_and), else the
+ * kernel's default search. Sets @is_idle when the CPU returned is idle and
+ * its bit taken.
+ */
+s32 select_idle_near(struct task_struct *p __arg_trusted, s32 prev_cpu, u64 wake_flags,
+		     bool *is_idle)
+{
+	struct bpf_cpumask *m;
+	s32 cpu = -1;
+
+	if (!is_idle)
+		return prev_cpu;
+	*is_idle = false;
+	if (__COMPAT_HAS_scx_bpf_select_cpu_and && search_placeable(p)) {
+		bpf_rcu_read_lock();
+		m = placeable;
+		if (m)
+			cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, cast_mask(m), 0);
+		bpf_rcu_read_unlock();
+		if (cpu >= 0)
+			*is_idle = true;
+		return cpu >= 0 ? cpu : prev_cpu;
+	}
+	return scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, is_idle);
 }
 
 /*
@@ -70,10 +183,10 @@ bool task_migration_disabled(struct task_struct *p __arg_trusted)
 }
 
 /*
- * An idle CPU @p may run on, its idle bit taken, or -1. The kernel's idle
- * tracking hands out lent CPUs and representatives between two runs of their
- * owner like any other idle CPU; each one passed over keeps its idle bit
- * taken, which keeps it out of later picks until it idles again. Bounded.
+ * An idle CPU @p may run on, its idle bit taken, or -1. Searched among the
+ * placeable CPUs; one passed over (a race with a role change, a CPU a higher
+ * class holds, or one outside the placeable set in a restricted affinity)
+ * gets its bit back. Bounded.
  */
 s32 pick_idle(struct task_struct *p __arg_trusted)
 {
@@ -83,16 +196,50 @@ s32 pick_idle(struct task_struct *p __arg_trusted)
 	/* p->cpus_ptr is an RCU pointer: the guard calls this from a timer. */
 	bpf_rcu_read_lock();
 	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS) {
-		c = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+		c = pick_idle_from(p);
 		if (c < 0)
 			break;
 		if (may_run_on(p, c, PLACE_PICKED)) {
 			cpu = c;
 			break;
 		}
+		idle_refused(c);
 	}
 	bpf_rcu_read_unlock();
 	return cpu;
+}
+
+/*
+ * When the rule lets @p on no CPU but @cpu (every other one fused, lent,
+ * held or draining: a full machine losing a CPU): the nearest representative
+ * in @cpu's steal order whose object could make room for @p (in its
+ * affinity, online, not held by a higher class nor draining), or -1. The
+ * caller splits that object, after which the rule lets @p there.
+ */
+s32 pick_rep_to_split(struct task_struct *p __arg_trusted, s32 cpu)
+{
+	struct chameleon_steal_order *o;
+	u32 i, nr;
+	s32 c = -1;
+
+	o = steal_order(cpu, &nr);
+	if (!o)
+		return -1;
+	/* (The guard calls it inside its RCU section: no lock of its own.) */
+	bpf_for(i, 0, CHAMELEON_MAX_CPUS) {
+		s32 o_cpu;
+
+		if (i >= nr)
+			break;
+		o_cpu = o->cpus[i & (CHAMELEON_MAX_CPUS - 1)];
+		if (o_cpu != cpu && role_kind(o_cpu) == CHAMELEON_ROLE_REP &&
+		    bpf_cpumask_test_cpu(o_cpu, p->cpus_ptr) && cpu_online(o_cpu) &&
+		    !cpu_held(o_cpu) && !READ_ONCE(cpu_hps[CPU_IDX(o_cpu)].drain)) {
+			c = o_cpu;
+			break;
+		}
+	}
+	return c;
 }
 
 /* Looks one pick_other() spends on @cpu's steal order: bounded, nearest first. */

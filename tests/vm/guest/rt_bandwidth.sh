@@ -100,7 +100,7 @@ for c in $CASES; do
 	case $c in
 	a) case_a 12; set -- $A_SHARE; ea=$1 ;;
 	b) case_b 12; eb=$B_SHARE ;;
-	c) case_c "" 12; set -- $C_SHARE; ec1=$1 ec3=$2 ;;
+	c) case_c "" 22; set -- $C_SHARE; ec1=$1 ec3=$2 ;;
 	esac
 done
 ok "EEVDF: a=$ea b=$eb c=$ec1,$ec3"
@@ -145,7 +145,7 @@ for c in $CASES; do
 			no_server c $5 $6
 			continue
 		fi
-		case_c 1 12
+		case_c 1 22
 		set -- $C_SHARE
 		echo "case c: tagged tasks ran $3 and $4 per mille, the hogs $5 and $6"
 		check c "P1 behind a FIFO hog beside the object {0,1}" "$1" "$ec1"
