@@ -189,7 +189,10 @@ struct chameleon_proxy_stats {
 	__u32 releases;			/* owners released (cleanups queued) */
 	__u64 cleanup_ns;		/* last release to the end of its cleanup */
 
-	__u64 reserved[6];
+	/* Emulation: CPUs with an idle_inject device registered now */
+	__u32 emulate_devices;
+	__u32 reserved32;
+	__u64 reserved[5];
 };
 
 #define CHAMELEON_PROXY_IOC_MAGIC	0xC7

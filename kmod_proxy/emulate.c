@@ -128,6 +128,7 @@ static DEFINE_MUTEX(chp_emul_mutex);
 static bool chp_emul_on;	/* under chp_lock, READ_ONCE() outside */
 static u32 chp_emul_cat;	/* under chp_lock, READ_ONCE() outside */
 static atomic64_t chp_emul_failures;
+static atomic_t chp_emul_devices;	/* registered now, for STATS */
 static cpumask_var_t chp_emul_one;	/* idle_inject_register()'s argument */
 
 /*
@@ -170,6 +171,7 @@ static int chp_emul_attach(int cpu)
 		return -EBUSY;
 	}
 	ec->failed = false;
+	atomic_inc(&chp_emul_devices);
 	WRITE_ONCE(ec->duty, 0);
 	ec->adjust_pm = 0;
 	ec->injecting = false;
@@ -462,6 +464,7 @@ void chp_emulate_stats(struct chameleon_proxy_stats *st)
 	st->emulate_on = on;
 	st->emulate_category = on ? READ_ONCE(chp_emul_cat) : 0;
 	st->emulate_failures = atomic64_read(&chp_emul_failures);
+	st->emulate_devices = atomic_read(&chp_emul_devices);
 }
 
 void chp_emulate_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs)
@@ -505,6 +508,7 @@ void chp_emulate_exit(void)
 			idle_inject_stop(ec->ii);
 			if (chp_emul_quiet(ec->thread)) {
 				idle_inject_unregister(ec->ii);
+				atomic_dec(&chp_emul_devices);
 			} else {
 				/* Leaked rather than freed under a running thread. */
 				pr_err("CPU %d: injection thread still running, device not freed\n",
