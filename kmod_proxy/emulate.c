@@ -62,7 +62,8 @@
  * The injection thread: the compensation reads its CPU time, and module exit
  * waits for it to sleep. idle_inject keeps it in a static per-CPU variable
  * (idle_inject_thread) with no accessor, and the smpboot API does not give it
- * out either, so it is looked up by name (idle_inject/N), once per device. Its
+ * out either, so it is looked up, once per device: a kthread bound to that
+ * CPU alone, named idle_inject/N (chp_emul_find_thread()). Its
  * runtime is read as /proc/PID/schedstat reads it (fs/proc/base.c,
  * proc_pid_schedstat(): se.sum_exec_runtime): task_sched_runtime(), which
  * would add the running slice, is not exported to modules; a 64-bit read is
@@ -133,17 +134,27 @@ static cpumask_var_t chp_emul_one;	/* idle_inject_register()'s argument */
 
 /*
  * The injection thread of @cpu (see the top of this file), referenced; NULL
- * if not found. Looked up once per device, off any hot path.
+ * if not found. idle_inject's smpboot thread is a kthread bound to @cpu
+ * alone (kthread_bind(): PF_NO_SETAFFINITY, one CPU allowed), named
+ * "idle_inject/N" cut to TASK_COMM_LEN - 1 characters. The name alone is
+ * ambiguous from CPU 1000 on: CPUs 100 and 1000-1009 all read
+ * "idle_inject/100". The binding is not: that is what identifies it, the
+ * name only tells it from @cpu's other per-CPU kthreads. Looked up once per
+ * CPU, off any hot path.
  */
 static struct task_struct *chp_emul_find_thread(int cpu)
 {
+	const unsigned int bound = PF_KTHREAD | PF_NO_SETAFFINITY;
 	char comm[TASK_COMM_LEN];
 	struct task_struct *p, *found = NULL;
 
+	/* Cut as the kernel cuts a task's name. */
 	snprintf(comm, sizeof(comm), "idle_inject/%d", cpu);
 	rcu_read_lock();
 	for_each_process(p) {
-		if ((p->flags & PF_KTHREAD) && !strcmp(p->comm, comm)) {
+		if ((p->flags & bound) == bound && p->nr_cpus_allowed == 1 &&
+		    cpumask_test_cpu(cpu, p->cpus_ptr) &&
+		    !strncmp(p->comm, comm, sizeof(comm))) {
 			found = get_task_struct(p);
 			break;
 		}
