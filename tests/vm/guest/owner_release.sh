@@ -36,6 +36,7 @@
 #     throttling off) holds CPU 1, whose hotplug thread (a per-CPU kthread
 #     of the fair class) then never runs, so the offline of a session's
 #     park of 1 (hold-off 0) waits in remove_cpu() as long as the hog runs.
+#     (CPU 1's fair server is stopped meanwhile: see hog_on.)
 #     (1) The session's RESET waits for that offline: kill -9 of the
 #     session must end it within 3 s (before, it sat in D state until the
 #     hog ended: an agent stuck so could not be killed). (2) A session
@@ -504,10 +505,16 @@ case_m() {
 	check_at 2000 "+2 s"
 }
 
-# hog_on / hog_off: an RT hog on CPU 1 (RT throttling off), for case n.
-HOG=
+# hog_on / hog_off: an RT hog on CPU 1, for case n. RT throttling off, and
+# CPU 1's fair server too (a deadline server that runs fair tasks 50 ms a
+# second under any RT load: with it, CPU 1 went offline in under 1.5 s with
+# the hog on it); the hog's 20 s bound stays under the hung-task and
+# workqueue-lockup reports (30 s).
+HOG= FS=/sys/kernel/debug/sched/fair_server/cpu1/runtime FS0=
 hog_on() {
 	rt_throttling_off
+	FS0=$(cat "$FS" 2>/dev/null)
+	[ -z "$FS0" ] || echo 0 >"$FS" || miss "setup: cannot stop CPU 1's fair server"
 	spin -f 50 -c 1 20 >/dev/null 3>&- 4<&- &
 	HOG=$!
 	usleep 300000
@@ -517,6 +524,7 @@ hog_off() {
 	kill "$HOG" 2>/dev/null
 	wait "$HOG" 2>/dev/null
 	HOG=
+	[ -z "$FS0" ] || echo "$FS0" >"$FS" || miss "cannot restore CPU 1's fair server ($FS0)"
 	restore
 }
 # park1_hung: the session parks 1 (hold-off 0); 1.5 s later CPU 1 must
