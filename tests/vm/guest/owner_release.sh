@@ -524,16 +524,22 @@ hog_off() {
 	kill "$HOG" 2>/dev/null
 	wait "$HOG" 2>/dev/null
 	HOG=
-	[ -z "$FS0" ] || echo "$FS0" >"$FS" || miss "cannot restore CPU 1's fair server ($FS0)"
+	# The fair server takes its runtime back once CPU 1 is up again (the
+	# write fails with EBUSY while it is offline).
+	_ht=$(now_ms)
+	while [ "$(online)" != "$base_online" ] && [ $(( $(now_ms) - _ht )) -lt 10000 ]; do usleep 50000; done
+	[ -z "$FS0" ] || echo "$FS0" >"$FS" || miss "cannot restore CPU 1's fair server ($FS0; online $(online))"
 	restore
 }
 # park1_hung: the session parks 1 (hold-off 0); 1.5 s later CPU 1 must
-# still be online: its remove_cpu() waits for the hog.
+# still be online: its remove_cpu() waits for the hog. (Read from the
+# online mask: cpu1/online waits for the device lock, which the offline
+# holds.)
 park1_hung() {
 	pc park 1 0 >/dev/null || { miss "setup: the session's park of 1 refused"; return 1; }
 	usleep 1500000
-	[ "$(cat /sys/devices/system/cpu/cpu1/online)" = 1 ] ||
-		{ miss "setup: CPU 1 went offline with the hog on it: remove_cpu() did not wait"; return 1; }
+	[ "$(online)" = "$base_online" ] ||
+		{ miss "setup: online $(online) with the hog on CPU 1: remove_cpu() did not wait"; return 1; }
 	echo "   park 1 (hold-off 0) with the hog on CPU 1: still online 1.5 s later; module $(mod_state)"
 }
 proc_state() { sed -n 's/^State:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null; }
@@ -557,8 +563,8 @@ killed_within() {
 # n_settle: the hog ends; the offline completes and the release brings CPU 1
 # back: as in the baseline (check_at) 5 s later.
 n_settle() {
-	hog_off
 	T_GONE=$(now_ms)
+	hog_off
 	check_at 5000 "+5 s after the hog ended"
 }
 
