@@ -118,6 +118,7 @@ struct chameleon_proxy_emulate {
  * previous owner's release to finish, then undoes whatever is still left (a
  * cleanup step that failed, state made with no owner) and says what it was.
  * Claiming again from the owner's file changes nothing and finds nothing.
+ * The wait ends with -EINTR on a fatal signal (the cleanup goes on).
  */
 struct chameleon_proxy_claim {
 	__u64 flags;		/* in: 0 */
@@ -189,7 +190,10 @@ struct chameleon_proxy_stats {
 	__u32 releases;			/* owners released (cleanups queued) */
 	__u64 cleanup_ns;		/* last release to the end of its cleanup */
 
-	__u64 reserved[6];
+	/* Emulation: CPUs with an idle_inject device registered now */
+	__u32 emulate_devices;
+	__u32 reserved32;
+	__u64 reserved[5];
 };
 
 #define CHAMELEON_PROXY_IOC_MAGIC	0xC7
@@ -203,7 +207,10 @@ struct chameleon_proxy_stats {
 	_IOW(CHAMELEON_PROXY_IOC_MAGIC, 3, struct chameleon_proxy_emulate)
 #define CHAMELEON_PROXY_IOC_STATS \
 	_IOWR(CHAMELEON_PROXY_IOC_MAGIC, 4, struct chameleon_proxy_stats)
-/* RESET: reclaim every lent CPU, unpark every CPU, emulation off. arg 0. */
+/*
+ * RESET: reclaim every lent CPU, unpark every CPU, emulation off. arg 0.
+ * Waits for it to be done; -EINTR on a fatal signal (it goes on).
+ */
 #define CHAMELEON_PROXY_IOC_RESET	_IO(CHAMELEON_PROXY_IOC_MAGIC, 5)
 #define CHAMELEON_PROXY_IOC_CLAIM \
 	_IOWR(CHAMELEON_PROXY_IOC_MAGIC, 6, struct chameleon_proxy_claim)

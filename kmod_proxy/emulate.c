@@ -22,19 +22,32 @@
  * injection stops. EMULATE and a release only set the switch (under chp_lock)
  * and queue that work item.
  *
- * A device, once registered, stays registered until the module exits: off
- * means idle_inject_stop() only. That is because idle_inject_stop() does not
- * wait for a thread that is about to inject: it clears the thread's should_run
- * and calls wait_task_inactive(tsk, TASK_ANY) (drivers/powercap/idle_inject.c,
+ * The devices are registered while the emulation is on and unregistered when
+ * it goes off (EMULATE off, RESET, the owner's release, module exit): a CPU
+ * has at most one idle_inject device, so one we kept would keep
+ * intel_powerclamp and cpuidle_cooling from registering theirs.
+ *
+ * Unregistering waits for the CPU's injection thread to be asleep first
+ * (chp_emul_asleep()), because idle_inject_stop() does not wait for a thread
+ * that is about to inject: it clears the thread's should_run and calls
+ * wait_task_inactive(tsk, TASK_ANY) (drivers/powercap/idle_inject.c,
  * idle_inject_stop()), which returns at once for a task in TASK_RUNNING (its
  * __state, 0, matches no bit of TASK_ANY: kernel/sched/core.c,
  * wait_task_inactive() and __task_state_match()). A thread woken by the timer
  * just before, preempted before idle_inject_fn(), runs it afterwards, and
  * idle_inject_fn() reads the CPU's device with no check; unregistered, that is
  * NULL (seen: an oops at idle_inject_fn+0x47 during proxy_stress's ioctl fuzz).
- * On a device still registered the late thread injects one period, harmlessly.
- * Module exit does unregister, and so waits for each injection thread to be
- * asleep first (chp_emul_quiet()): there a long wait holds up nobody.
+ * Once idle_inject_stop() returned, should_run is 0 for good (its timer is
+ * cancelled first), so only a pass of the thread's smpboot loop that read it
+ * before can still call idle_inject_fn(); such a pass has not slept since.
+ * A thread neither running nor on a runqueue has gone to sleep (or to park,
+ * or is being woken and will read should_run afresh): its next pass reads
+ * 0, and the device can go. (Not running alone is not enough: between its
+ * read of should_run and setting itself TASK_RUNNING the thread still reads
+ * TASK_INTERRUPTIBLE; it is on its runqueue then. The thread is SCHED_FIFO,
+ * so no delayed dequeue keeps a sleeping one on its runqueue.) A thread not
+ * asleep within CHP_EMUL_QUIET_MS (held off its CPU by a higher priority)
+ * keeps its device a little longer: the work item tries again later.
  *
  * Compensation: the shares above are what a CPU must deliver, and idle_inject
  * only sets the length of each idle period, not how long the CPU really
@@ -59,10 +72,11 @@
  * (the callback must not take chp_emul_mutex: idle_inject_stop() waits for
  * hotplug under it).
  *
- * The injection thread: the compensation reads its CPU time, and module exit
- * waits for it to sleep. idle_inject keeps it in a static per-CPU variable
- * (idle_inject_thread) with no accessor, and the smpboot API does not give it
- * out either, so it is looked up by name (idle_inject/N), once per device. Its
+ * The injection thread: the compensation reads its CPU time, and the
+ * unregistering waits for it to sleep. idle_inject keeps it in a static
+ * per-CPU variable (idle_inject_thread) with no accessor, and the smpboot API
+ * does not give it out either, so it is looked up, once per CPU: a kthread
+ * bound to that CPU alone, named idle_inject/N (chp_emul_find_thread()). Its
  * runtime is read as /proc/PID/schedstat reads it (fs/proc/base.c,
  * proc_pid_schedstat(): se.sum_exec_runtime): task_sched_runtime(), which
  * would add the running slice, is not exported to modules; a 64-bit read is
@@ -95,7 +109,7 @@ MODULE_IMPORT_NS("IDLE_INJECT");
  * phase.
  */
 #define CHP_EMUL_PERIOD_US	10000
-/* How long chp_emul_detach() waits for an injection thread to sleep. */
+/* How long the unregistering waits for the injection threads to sleep. */
 #define CHP_EMUL_QUIET_MS	1000
 #define CHP_EMUL_LEVELS		3
 /* 20 periods: enough to average one period's jitter out, quick to settle. */
@@ -110,13 +124,13 @@ static const u16 chp_duty[][CHP_EMUL_LEVELS] = {
 };
 
 struct chp_emul_cpu {
-	struct idle_inject_device *ii;	/* from the first EMULATE on to exit */
+	struct idle_inject_device *ii;	/* registered while emulating */
 	unsigned int duty;		/* applied, per mille; 0 = not injecting */
 	bool injecting;			/* idle_inject_start() done */
 	bool failed;			/* no device could be had */
 	u32 level;			/* wanted; written by the kfunc */
 	int adjust_pm;			/* idle period correction, per mille */
-	struct task_struct *thread;	/* idle_inject/N, referenced */
+	struct task_struct *thread;	/* idle_inject/N, referenced until exit */
 	u64 inj_ns;			/* its CPU time at the last adjustment */
 	u64 at_ns;			/* when that was sampled, 0 = not yet */
 };
@@ -128,21 +142,32 @@ static DEFINE_MUTEX(chp_emul_mutex);
 static bool chp_emul_on;	/* under chp_lock, READ_ONCE() outside */
 static u32 chp_emul_cat;	/* under chp_lock, READ_ONCE() outside */
 static atomic64_t chp_emul_failures;
+static atomic_t chp_emul_devices;	/* registered now, for STATS */
 static cpumask_var_t chp_emul_one;	/* idle_inject_register()'s argument */
 
 /*
  * The injection thread of @cpu (see the top of this file), referenced; NULL
- * if not found. Looked up once per device, off any hot path.
+ * if not found. idle_inject's smpboot thread is a kthread bound to @cpu
+ * alone (kthread_bind(): PF_NO_SETAFFINITY, one CPU allowed), named
+ * "idle_inject/N" cut to TASK_COMM_LEN - 1 characters. The name alone is
+ * ambiguous from CPU 1000 on: CPUs 100 and 1000-1009 all read
+ * "idle_inject/100". The binding is not: that is what identifies it, the
+ * name only tells it from @cpu's other per-CPU kthreads. Looked up once per
+ * CPU, off any hot path.
  */
 static struct task_struct *chp_emul_find_thread(int cpu)
 {
+	const unsigned int bound = PF_KTHREAD | PF_NO_SETAFFINITY;
 	char comm[TASK_COMM_LEN];
 	struct task_struct *p, *found = NULL;
 
+	/* Cut as the kernel cuts a task's name. */
 	snprintf(comm, sizeof(comm), "idle_inject/%d", cpu);
 	rcu_read_lock();
 	for_each_process(p) {
-		if ((p->flags & PF_KTHREAD) && !strcmp(p->comm, comm)) {
+		if ((p->flags & bound) == bound && p->nr_cpus_allowed == 1 &&
+		    cpumask_test_cpu(cpu, p->cpus_ptr) &&
+		    !strncmp(p->comm, comm, sizeof(comm))) {
 			found = get_task_struct(p);
 			break;
 		}
@@ -151,7 +176,7 @@ static struct task_struct *chp_emul_find_thread(int cpu)
 	return found;
 }
 
-/* A device for @cpu, kept until module exit; under chp_emul_mutex. */
+/* A device for @cpu, kept until the emulation ends; under chp_emul_mutex. */
 static int chp_emul_attach(int cpu)
 {
 	struct chp_emul_cpu *ec = per_cpu_ptr(&chp_emul_cpu, cpu);
@@ -170,6 +195,7 @@ static int chp_emul_attach(int cpu)
 		return -EBUSY;
 	}
 	ec->failed = false;
+	atomic_inc(&chp_emul_devices);
 	WRITE_ONCE(ec->duty, 0);
 	ec->adjust_pm = 0;
 	ec->injecting = false;
@@ -179,20 +205,24 @@ static int chp_emul_attach(int cpu)
 }
 
 /*
- * Module exit, after idle_inject_stop(): has @t, the injection thread, gone
- * back to sleep in its smpboot loop (or parked)? Only then may its device be
- * unregistered (see the top of this file). Waits up to CHP_EMUL_QUIET_MS.
+ * After idle_inject_stop(): has @t, the injection thread, gone to sleep in
+ * its smpboot loop (or parked)? Only then may its device be unregistered
+ * (see the top of this file).
  */
-static bool chp_emul_quiet(struct task_struct *t)
+static bool chp_emul_asleep(struct task_struct *t)
 {
-	unsigned long end = jiffies + msecs_to_jiffies(CHP_EMUL_QUIET_MS);
+	return !task_is_running(t) && !READ_ONCE(t->on_rq);
+}
 
+/* Waits until @t is asleep, or jiffies reach @end: whether it is. */
+static bool chp_emul_quiet(struct task_struct *t, unsigned long end)
+{
 	if (!t) {
 		/* Not found: wait out any idle period that may have begun. */
 		msleep(2 * CHP_EMUL_PERIOD_US / USEC_PER_MSEC);
 		return true;
 	}
-	while (task_is_running(t)) {
+	while (!chp_emul_asleep(t)) {
 		if (time_after(jiffies, end))
 			return false;
 		usleep_range(500, 1000);
@@ -243,6 +273,24 @@ static void chp_emul_stop(struct chp_emul_cpu *ec)
 		idle_inject_stop(ec->ii);
 	ec->injecting = false;
 	WRITE_ONCE(ec->duty, 0);
+}
+
+/*
+ * Unregisters @ec's device, stopped already, once its injection thread is
+ * asleep (waiting until @end at most); under chp_emul_mutex. Returns false
+ * if the device is still registered: the thread was not asleep by then.
+ */
+static bool chp_emul_detach(struct chp_emul_cpu *ec, unsigned long end)
+{
+	lockdep_assert_held(&chp_emul_mutex);
+	if (!ec->ii)
+		return true;
+	if (!chp_emul_quiet(ec->thread, end))
+		return false;
+	idle_inject_unregister(ec->ii);
+	ec->ii = NULL;
+	atomic_dec(&chp_emul_devices);
+	return true;
 }
 
 /* Gives @cpu the duty of its level in category @cat. */
@@ -309,6 +357,8 @@ static void chp_emul_adjust_cpu(struct chp_emul_cpu *ec)
 
 static void chp_emul_adjust_fn(struct work_struct *work);
 static DECLARE_DELAYED_WORK(chp_emul_adjust_work, chp_emul_adjust_fn);
+static void chp_emul_retry_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(chp_emul_retry_work, chp_emul_retry_fn);
 
 /* Every CHP_EMUL_ADJUST_MS while on, on the ordered chp_wq. */
 static void chp_emul_adjust_fn(struct work_struct *work)
@@ -328,12 +378,15 @@ static void chp_emul_adjust_fn(struct work_struct *work)
 /*
  * The devices made to agree with the switch, the category and the levels:
  * devices for CPUs that came online since, and each CPU's duty; or, off,
- * every injection stopped.
+ * every injection stopped and every device unregistered (those whose thread
+ * was not asleep within CHP_EMUL_QUIET_MS, one wait for all, a little later).
  */
 static void chp_emul_work_fn(struct work_struct *work)
 {
 	bool on = READ_ONCE(chp_emul_on);
 	u32 cat = READ_ONCE(chp_emul_cat);
+	unsigned long end;
+	bool kept = false;
 	int cpu;
 
 	mutex_lock(&chp_emul_mutex);
@@ -348,6 +401,12 @@ static void chp_emul_work_fn(struct work_struct *work)
 	} else {
 		for_each_possible_cpu(cpu)
 			chp_emul_stop(per_cpu_ptr(&chp_emul_cpu, cpu));
+		end = jiffies + msecs_to_jiffies(CHP_EMUL_QUIET_MS);
+		for_each_possible_cpu(cpu)
+			kept |= !chp_emul_detach(per_cpu_ptr(&chp_emul_cpu, cpu), end);
+		if (kept)
+			queue_delayed_work(chp_wq, &chp_emul_retry_work,
+					   msecs_to_jiffies(CHP_EMUL_QUIET_MS));
 	}
 	mutex_unlock(&chp_emul_mutex);
 }
@@ -357,6 +416,12 @@ static DECLARE_WORK(chp_emul_work, chp_emul_work_fn);
 static void chp_emul_sync(void)
 {
 	queue_work_on(chp_fast_cpu(), chp_fast_wq, &chp_emul_work);
+}
+
+/* A device kept at the last off: the work item once more, on or off. */
+static void chp_emul_retry_fn(struct work_struct *work)
+{
+	chp_emul_sync();
 }
 
 /* Hard interrupt context, with no runqueue lock held: see proxy.c. */
@@ -429,7 +494,7 @@ long chp_emulate(struct file *file, struct chameleon_proxy_emulate *arg)
 	    (!arg->on && arg->category))
 		return -EINVAL;
 
-	/* The owner first: a device is registered for good. */
+	/* The owner first: nobody else registers devices. */
 	mutex_lock(&chp_lock);
 	ret = chp_own_locked(file);
 	mutex_unlock(&chp_lock);
@@ -437,8 +502,11 @@ long chp_emulate(struct file *file, struct chameleon_proxy_emulate *arg)
 		return ret;
 	if (arg->on) {
 		ret = chp_emul_attach_all();
-		if (ret)
+		if (ret) {
+			/* The devices that were had go (if still off). */
+			chp_emul_sync();
 			return ret;
+		}
 	}
 
 	mutex_lock(&chp_lock);
@@ -452,6 +520,8 @@ long chp_emulate(struct file *file, struct chameleon_proxy_emulate *arg)
 	/* On or off when this returns, as before ownership existed. */
 	if (!ret)
 		chp_emulate_flush();
+	else if (arg->on)
+		chp_emul_sync();	/* the devices just had go */
 	return ret;
 }
 
@@ -462,6 +532,7 @@ void chp_emulate_stats(struct chameleon_proxy_stats *st)
 	st->emulate_on = on;
 	st->emulate_category = on ? READ_ONCE(chp_emul_cat) : 0;
 	st->emulate_failures = atomic64_read(&chp_emul_failures);
+	st->emulate_devices = atomic_read(&chp_emul_devices);
 }
 
 void chp_emulate_cpu_stats(int cpu, struct chameleon_proxy_cpu_stats *cs)
@@ -488,28 +559,30 @@ void chp_emulate_quiesce(void)
 	WRITE_ONCE(chp_emul_on, false);
 	chp_emulate_flush();
 	cancel_delayed_work_sync(&chp_emul_adjust_work);
+	cancel_delayed_work_sync(&chp_emul_retry_work);
 	/* The adjustment may have been the last to queue nothing: once more. */
 	chp_emul_work_fn(NULL);
+	cancel_delayed_work_sync(&chp_emul_retry_work);
 }
 
-/* Module exit: every device stopped (the quiesce did) and unregistered. */
+/*
+ * Module exit: every device stopped and unregistered (the quiesce did, but
+ * for a thread that was not asleep in time: waited for once more here).
+ */
 void chp_emulate_exit(void)
 {
+	unsigned long end = jiffies + msecs_to_jiffies(CHP_EMUL_QUIET_MS);
 	int cpu;
 
 	mutex_lock(&chp_emul_mutex);
 	for_each_possible_cpu(cpu) {
 		struct chp_emul_cpu *ec = per_cpu_ptr(&chp_emul_cpu, cpu);
 
-		if (ec->ii) {
-			idle_inject_stop(ec->ii);
-			if (chp_emul_quiet(ec->thread)) {
-				idle_inject_unregister(ec->ii);
-			} else {
-				/* Leaked rather than freed under a running thread. */
-				pr_err("CPU %d: injection thread still running, device not freed\n",
-				       cpu);
-			}
+		chp_emul_stop(ec);
+		if (!chp_emul_detach(ec, end)) {
+			/* Leaked rather than freed under a running thread. */
+			pr_err("CPU %d: injection thread still running, device not freed\n",
+			       cpu);
 			ec->ii = NULL;
 		}
 		if (ec->thread) {

@@ -23,6 +23,10 @@
  * file, so a slow reader never holds up the reconciliation. The kfuncs only
  * bump the skip counters, lock-free. Without debugfs, or with
  * latency_entries=0, nothing is allocated or recorded.
+ *
+ * Every open file has a snapshot, whatever its mode: seq_lseek() formats the
+ * file up to the offset asked for, so the seq_file callbacks run for a file
+ * opened write-only too. A writer's snapshot is empty (it never reads).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -164,14 +168,15 @@ static struct chp_lat_snapshot *chp_lat_snapshot(void)
 
 static int chp_lat_open(struct inode *inode, struct file *file)
 {
-	struct chp_lat_snapshot *s = NULL;
+	struct chp_lat_snapshot *s;
 	int ret;
 
-	if (file->f_mode & FMODE_READ) {
+	if (file->f_mode & FMODE_READ)
 		s = chp_lat_snapshot();
-		if (!s)
-			return -ENOMEM;
-	}
+	else
+		s = kvzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
 	ret = seq_open(file, &chp_lat_seq_ops);
 	if (ret) {
 		kvfree(s);

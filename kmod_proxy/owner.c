@@ -25,16 +25,29 @@
  * chp_cleanup_work, queued after them on the ordered chp_wq, waits for the
  * fast ones and times the whole. A remove_cpu() in flight at release cannot
  * be aborted: its CPU goes offline and the unpark work, ordered after it,
- * brings it back. CLAIM and RESET wait for all of it (no lock held).
+ * brings it back.
+ *
+ * CLAIM and RESET wait for all of it (no lock held), killably: that can be
+ * long (a remove_cpu() whose CPU's hotplug thread does not get to run waits
+ * as long as that lasts), and an agent stuck there must stay killable. They
+ * queue a barrier (struct chp_barrier) on the ordered chp_wq, which runs
+ * once everything queued before it has, waits for the fast work items in
+ * turn, and completes. A fatal signal ends the wait with -EINTR: the work
+ * goes on without the waiter (the barrier is freed by whichever of the two
+ * lets go of it last), and the caller's file, released as its process
+ * exits, undoes the state as any release does.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/completion.h>
 #include <linux/fs.h>
 #include <linux/ktime.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
+#include <linux/refcount.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
+#include <linux/slab.h>
 #include <linux/workqueue.h>
 
 #include "internal.h"
@@ -111,12 +124,59 @@ static u64 chp_undo_locked(struct chameleon_proxy_claim *found)
 	return bits;
 }
 
-/* Waits for every queued part of an undo (no lock held). */
-static void chp_flush(void)
+/* Before 7.0, slab.h has no kmalloc_obj(): the same, by hand. */
+#ifndef kmalloc_obj
+#define kmalloc_obj(VAR_OR_TYPE, GFP)	kmalloc(sizeof(VAR_OR_TYPE), GFP)
+#endif
+
+/* A waiter's marker on chp_wq: see the top of this file. */
+struct chp_barrier {
+	struct work_struct work;
+	struct completion done;
+	refcount_t ref;		/* the waiter's and the work item's */
+};
+
+static void chp_barrier_put(struct chp_barrier *b)
 {
-	flush_workqueue(chp_wq);
+	if (refcount_dec_and_test(&b->ref))
+		kfree(b);
+}
+
+static void chp_barrier_fn(struct work_struct *work)
+{
+	struct chp_barrier *b = container_of(work, struct chp_barrier, work);
+
+	/* Ordered after everything queued on chp_wq before it. */
 	chp_proxy_flush();
 	chp_emulate_flush();
+	complete(&b->done);
+	chp_barrier_put(b);
+}
+
+/*
+ * Waits for every queued part of an undo (no lock held): 0, or -EINTR if a
+ * fatal signal came first (the work goes on).
+ */
+static int chp_flush(void)
+{
+	struct chp_barrier *b;
+	int ret;
+
+	b = kmalloc_obj(*b, GFP_KERNEL);
+	if (!b) {
+		/* No barrier to wait on: the same wait, not killable. */
+		flush_workqueue(chp_wq);
+		chp_proxy_flush();
+		chp_emulate_flush();
+		return 0;
+	}
+	INIT_WORK(&b->work, chp_barrier_fn);
+	init_completion(&b->done);
+	refcount_set(&b->ref, 2);
+	queue_work(chp_wq, &b->work);
+	ret = wait_for_completion_killable(&b->done);
+	chp_barrier_put(b);
+	return ret ? -EINTR : 0;
 }
 
 static void chp_cleanup_fn(struct work_struct *work)
@@ -167,8 +227,10 @@ long chp_claim(struct file *file, struct chameleon_proxy_claim *arg)
 	}
 	mutex_unlock(&chp_lock);
 
-	/* The previous owner's cleanup first. */
-	chp_flush();
+	/* The previous owner's cleanup first; killed, nothing was claimed. */
+	ret = chp_flush();
+	if (ret)
+		return ret;
 
 	mutex_lock(&chp_lock);
 	/* Another file may have taken it meanwhile: busy, as above. */
@@ -184,7 +246,10 @@ long chp_claim(struct file *file, struct chameleon_proxy_claim *arg)
 	mutex_unlock(&chp_lock);
 	if (ret)
 		return ret;
-	chp_flush();
+	/* Killed: this file owns the module; its release undoes all. */
+	ret = chp_flush();
+	if (ret)
+		return ret;
 	memset(arg, 0, sizeof(*arg));
 	arg->found = found.found;
 	arg->nr_offlined = found.nr_offlined;
@@ -205,8 +270,8 @@ long chp_reset(struct file *file)
 	mutex_unlock(&chp_lock);
 	if (ret)
 		return ret;
-	chp_flush();
-	return chp_park_error();
+	ret = chp_flush();
+	return ret ? ret : chp_park_error();
 }
 
 void chp_owner_stats(struct chameleon_proxy_stats *st)
@@ -218,8 +283,12 @@ void chp_owner_stats(struct chameleon_proxy_stats *st)
 	st->cleanup_ns = READ_ONCE(chp_cleanup_ns);
 }
 
-/* Module exit: no file is open, so there is no owner; wait for its cleanup. */
+/*
+ * Module exit: no file is open, so there is no owner; its cleanup and the
+ * barriers of killed waiters (their text is ours) are done or cancelled.
+ */
 void chp_owner_exit(void)
 {
 	cancel_work_sync(&chp_cleanup_work);
+	flush_workqueue(chp_wq);
 }

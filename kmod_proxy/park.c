@@ -67,6 +67,7 @@ enum chp_park_state {
 
 struct chp_park_cpu {
 	int state;		/* enum chp_park_state; under chp_lock */
+	bool removing;		/* in remove_cpu() now; see chp_park_is_parked() */
 	unsigned int retries;	/* remove_cpu() -EBUSY answers, this park */
 	unsigned long deadline;	/* jiffies when the CPU goes offline */
 	u64 t0;			/* ktime of the PARK or UNPARK call */
@@ -122,10 +123,20 @@ static bool chp_state_parked(int state)
 	return state != CHP_PARK_NONE && state != CHP_PARK_ONLINING;
 }
 
-/* Lock-free: the kfuncs and the IRQ reconciliation. */
+/*
+ * Lock-free: the kfuncs and the IRQ reconciliation. A CPU in remove_cpu()
+ * counts as parked whatever its state: an UNPARK or an undo cannot stop
+ * that offline (ONLINING brings the CPU back after it), and an IRQ given
+ * back onto it meanwhile would have its affinity broken by the kernel, for
+ * good, when the CPU goes. The park work sets the flag before it reads the
+ * state it acts on, with a full barrier between, and an undo changes the
+ * state before it asks for a reconciliation: either the work sees the
+ * undo and never calls remove_cpu(), or the reconciliation sees the flag.
+ */
 bool chp_park_is_parked(int cpu)
 {
-	return chp_state_parked(chp_state(cpu));
+	return chp_state_parked(chp_state(cpu)) ||
+	       READ_ONCE(per_cpu_ptr(&chp_park_cpu, cpu)->removing);
 }
 
 /* Arms chp_park_work for @when, unless it is already due earlier. */
@@ -184,6 +195,8 @@ static void chp_park_work_fn(struct work_struct *work)
 		rcu_expedite_gp();
 	for_each_cpu(cpu, due) {
 		pc = per_cpu_ptr(&chp_park_cpu, cpu);
+		WRITE_ONCE(pc->removing, true);
+		smp_mb();	/* see chp_park_is_parked() */
 		/* Unparked meanwhile: not taken offline at all. */
 		if (chp_state(cpu) != CHP_PARK_OFFLINING)
 			ret = 1;
@@ -191,6 +204,7 @@ static void chp_park_work_fn(struct work_struct *work)
 			ret = 1;	/* offline by someone else: not ours */
 		else
 			ret = remove_cpu(cpu);
+		WRITE_ONCE(pc->removing, false);
 
 		mutex_lock(&chp_lock);
 		if (ret <= 0)
@@ -222,8 +236,11 @@ static void chp_park_work_fn(struct work_struct *work)
 		/* ONLINING after a done offline: chp_unpark_work is queued. */
 		mutex_unlock(&chp_lock);
 	}
-	if (!cpumask_empty(due))
+	if (!cpumask_empty(due)) {
 		rcu_unexpedite_gp();
+		/* IRQs kept off a CPU that stayed, or was unparked meanwhile. */
+		chp_proxy_request_reconcile();
+	}
 	free_cpumask_var(due);
 }
 

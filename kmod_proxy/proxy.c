@@ -31,7 +31,10 @@
  *
  * The original affinity of every IRQ we moved is kept in chp_saved, keyed by
  * IRQ number. If someone else (irqbalance, an administrator) changes the
- * affinity of such an IRQ meanwhile, their choice wins: we forget ours.
+ * affinity of such an IRQ meanwhile, their choice wins: we forget ours. Each
+ * set is made only if the affinity still reads as what it was decided from
+ * (chp_set_if_unchanged()); a change seen there is left alone and judged by
+ * the next reconciliation.
  *
  * CPU hotplug: the kernel breaks the affinity of an IRQ whose mask has no
  * online CPU left when a CPU goes, to all CPUs, for good; that would be taken
@@ -120,6 +123,7 @@ struct chp_saved_irq {
 static DEFINE_MUTEX(chp_irq_mutex);
 static DEFINE_XARRAY(chp_saved);
 static cpumask_var_t chp_excl, chp_gone_excl, chp_up, chp_cur, chp_target;
+static cpumask_var_t chp_check;
 
 static struct cpumask *chp_saved_orig(struct chp_saved_irq *s)
 {
@@ -435,6 +439,35 @@ static bool chp_read_irq(unsigned int irq, struct cpumask *aff, bool *managed)
 	return ok;
 }
 
+/*
+ * Sets @irq's affinity to @mask if it still reads as @seen, what the caller
+ * decided from: 0, -EAGAIN if it changed since (someone else's choice: not
+ * overwritten), or irq_set_affinity()'s error. Under chp_irq_mutex.
+ *
+ * The check and the set are two holds of the descriptor's lock:
+ * irq_set_affinity() takes it itself, and no exported call sets an affinity
+ * under a lock its caller holds. So interrupts stay off on this CPU from
+ * the check to the set, and nothing sleeps or allocates in between (the
+ * caller allocated first): no preemption, no other work here. A write to
+ * /proc/irq/N/smp_affinity from another CPU that takes the lock in that gap
+ * (or was already waiting for it while we checked) is still overwritten; it
+ * is the narrowest this can be made from a module.
+ */
+static int chp_set_if_unchanged(unsigned int irq, const struct cpumask *seen,
+				const struct cpumask *mask)
+{
+	unsigned long flags;
+	bool managed = false;
+	int ret = -EAGAIN;
+
+	local_irq_save(flags);
+	if (chp_read_irq(irq, chp_check, &managed) && !managed &&
+	    cpumask_equal(chp_check, seen))
+		ret = irq_set_affinity(irq, mask);
+	local_irq_restore(flags);
+	return ret;
+}
+
 static void chp_irq_error(int err)
 {
 	atomic64_inc(&chp_irq_failures);
@@ -542,7 +575,12 @@ static void chp_reconcile_irq(unsigned int irq, const struct cpumask *excl,
 			return;
 		}
 		if (cpumask_intersects(orig, chp_up)) {
-			ret = irq_set_affinity(irq, orig);
+			ret = chp_set_if_unchanged(irq, chp_cur, orig);
+			if (ret == -EAGAIN) {
+				/* Changed since it was read: judged again. */
+				chp_proxy_request_reconcile();
+				return;
+			}
 			if (ret) {
 				/* Kept: the next reconciliation tries again. */
 				chp_irq_error(ret);
@@ -582,9 +620,12 @@ static void chp_reconcile_irq(unsigned int irq, const struct cpumask *excl,
 			return;
 		}
 	}
-	ret = irq_set_affinity(irq, chp_target);
+	ret = chp_set_if_unchanged(irq, chp_cur, chp_target);
 	if (ret) {
-		chp_irq_error(ret);
+		if (ret == -EAGAIN)	/* changed since it was read */
+			chp_proxy_request_reconcile();
+		else
+			chp_irq_error(ret);
 		/* Never moved: nothing to restore. */
 		if (cpumask_empty(chp_saved_set(s)))
 			chp_forget(irq, s);
@@ -725,6 +766,7 @@ static void chp_proxy_free(void)
 	free_cpumask_var(chp_up);
 	free_cpumask_var(chp_cur);
 	free_cpumask_var(chp_target);
+	free_cpumask_var(chp_check);
 }
 
 int chp_proxy_init(void)
@@ -743,7 +785,8 @@ int chp_proxy_init(void)
 	    !zalloc_cpumask_var(&chp_up, GFP_KERNEL) ||
 	    !zalloc_cpumask_var(&chp_gone_excl, GFP_KERNEL) ||
 	    !zalloc_cpumask_var(&chp_cur, GFP_KERNEL) ||
-	    !zalloc_cpumask_var(&chp_target, GFP_KERNEL))
+	    !zalloc_cpumask_var(&chp_target, GFP_KERNEL) ||
+	    !zalloc_cpumask_var(&chp_check, GFP_KERNEL))
 		goto nomem;
 	return 0;
 nomem:

@@ -31,7 +31,19 @@
 #     must succeed (the agent waits for the kernel to drop the policy's
 #     module references before it exits); then insmod again;
 #  m  no agent: a proxy_ctl session parks 3 (hold-off 0) and is killed once
-#     CPU 3 is offline: 0-3 online and the IRQs as before within 2 s.
+#     CPU 3 is offline: 0-3 online and the IRQs as before within 2 s;
+#  n  no agent, a remove_cpu() that does not return: an RT hog (RT
+#     throttling off) holds CPU 1, whose hotplug thread (a per-CPU kthread
+#     of the fair class) then never runs, so the offline of a session's
+#     park of 1 (hold-off 0) waits in remove_cpu() as long as the hog runs.
+#     (CPU 1's fair server is stopped meanwhile: see hog_on.)
+#     (1) The session's RESET waits for that offline: kill -9 of the
+#     session must end it within 3 s (before, it sat in D state until the
+#     hog ended: an agent stuck so could not be killed). (2) A session
+#     parks 1 and is killed at once; a one-shot CLAIM then waits for the
+#     release's cleanup, behind the same offline: its kill -9 likewise.
+#     Each time the hog then ends, the offline completes, and the release
+#     brings CPU 1 back: 0-3 online, the IRQs as before, no owner.
 # IRQ 4 (ttyS0) is put wholly on the CPU a case takes away (before its
 # agent starts, its line of the baseline with it): CPU 1, which a level-1
 # object on [0, 1] lends, or CPU 3 for the parks. Only ttyS0's: an IO-APIC
@@ -49,7 +61,7 @@
 ko=/opt/chameleon/chameleon_proxy.ko
 irq=4	# ttyS0: every line printed interrupts (an IO-APIC IRQ moves at its next one)
 [ "$(nproc)" = 4 ] || fail "needs 4 CPUs, has $(nproc)"
-CASES=${CASES:-a b c d e f g m}
+CASES=${CASES:-a b c d e f g m n}
 
 # The test shell and the agent on CPUs 2-3: the objects live on [0, 1], and
 # a wakeup there would split them for nothing.
@@ -292,6 +304,7 @@ put_back() {
 		AGENT_PID=
 	fi
 	[ -z "$PC_PID" ] || pc_kill
+	[ -z "$HOG" ] || { _left="$_left the RT hog;"; hog_off; }
 	end_tagged
 	until_ok 30000 "sched_ext still $(state) after case ($CASE)" sh -c '[ "$(cat /sys/kernel/sched_ext/state)" = disabled ]'
 	if grep -q "^chameleon_proxy " /proc/modules; then
@@ -492,6 +505,101 @@ case_m() {
 	check_at 2000 "+2 s"
 }
 
+# hog_on / hog_off: an RT hog on CPU 1, for case n. RT throttling off, and
+# CPU 1's fair server too (a deadline server that runs fair tasks 50 ms a
+# second under any RT load: with it, CPU 1 went offline in under 1.5 s with
+# the hog on it); the hog's 20 s bound stays under the hung-task and
+# workqueue-lockup reports (30 s).
+HOG= FS=/sys/kernel/debug/sched/fair_server/cpu1/runtime FS0=
+hog_on() {
+	rt_throttling_off
+	FS0=$(cat "$FS" 2>/dev/null)
+	[ -z "$FS0" ] || echo 0 >"$FS" || miss "setup: cannot stop CPU 1's fair server"
+	spin -f 50 -c 1 20 >/dev/null 3>&- 4<&- &
+	HOG=$!
+	usleep 300000
+}
+hog_off() {
+	[ -n "$HOG" ] || return 0
+	kill "$HOG" 2>/dev/null
+	wait "$HOG" 2>/dev/null
+	HOG=
+	# The fair server takes its runtime back once CPU 1 is up again (the
+	# write fails with EBUSY while it is offline).
+	_ht=$(now_ms)
+	while [ "$(online)" != "$base_online" ] && [ $(( $(now_ms) - _ht )) -lt 10000 ]; do usleep 50000; done
+	[ -z "$FS0" ] || echo "$FS0" >"$FS" || miss "cannot restore CPU 1's fair server ($FS0; online $(online))"
+	restore
+}
+# park1_hung: the session parks 1 (hold-off 0); 1.5 s later CPU 1 must
+# still be online: its remove_cpu() waits for the hog. (Read from the
+# online mask: cpu1/online waits for the device lock, which the offline
+# holds.)
+park1_hung() {
+	pc park 1 0 >/dev/null || { miss "setup: the session's park of 1 refused"; return 1; }
+	usleep 1500000
+	[ "$(online)" = "$base_online" ] ||
+		{ miss "setup: online $(online) with the hog on CPU 1: remove_cpu() did not wait"; return 1; }
+	echo "   park 1 (hold-off 0) with the hog on CPU 1: still online 1.5 s later; module $(mod_state)"
+}
+proc_state() { sed -n 's/^State:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null; }
+# killed_within PID WHAT: PID waits in the module (for a remove_cpu() that
+# does not return); kill -9 must end it within 3 s.
+killed_within() {
+	if ! running "$1"; then
+		miss "setup: $2 returned before the offline it waits for: $(cat /tmp/n.out 2>/dev/null)"
+		return 1
+	fi
+	_st=$(proc_state "$1") _wc=$(cat "/proc/$1/wchan" 2>/dev/null)
+	kill -9 "$1"
+	_kt=$(now_ms)
+	while running "$1" && [ $(( $(now_ms) - _kt )) -lt 3000 ]; do usleep 20000; done
+	if running "$1"; then
+		miss "$2: still '$(proc_state "$1")' in $(cat "/proc/$1/wchan" 2>/dev/null) 3 s after kill -9 (unkillable while remove_cpu() waits)"
+	else
+		echo "   $2 (was '$_st' in $_wc): gone $(( $(now_ms) - _kt )) ms after kill -9"
+	fi
+}
+# n_settle: the hog ends; the offline completes and the release brings CPU 1
+# back: as in the baseline (check_at) 5 s later.
+n_settle() {
+	T_GONE=$(now_ms)
+	hog_off
+	check_at 5000 "+5 s after the hog ended"
+}
+
+case_n() {
+	begin n 1 "no agent: RESET and CLAIM waiting for a remove_cpu(1) that an RT hog holds up, killed"
+	echo "   (1) the owner's RESET"
+	hog_on
+	pc_open
+	if park1_hung; then
+		(pc reset >/tmp/n.out 2>&1) &
+		_sub=$!
+		usleep 1000000
+		killed_within "$PC_PID" "the session in RESET"
+		# Its reader, blocked on the session's replies, ends with it.
+		kill "$_sub" 2>/dev/null
+		wait "$_sub" 2>/dev/null
+	fi
+	pc_kill
+	n_settle
+	echo "   (2) a one-shot CLAIM after the owner's release"
+	hog_on
+	pc_open
+	if park1_hung; then
+		pc_kill
+		proxy_ctl claim >/tmp/n.out 2>&1 &
+		_cl=$!
+		usleep 1000000
+		killed_within "$_cl" "the one-shot CLAIM"
+		wait "$_cl" 2>/dev/null
+	else
+		pc_kill
+	fi
+	n_settle
+}
+
 # --- Baseline ---
 
 # IRQ 4 on CPU 1 in the baseline (each case puts it where it needs it).
@@ -514,8 +622,8 @@ done </tmp/irq.base
 
 for c in $CASES; do
 	case $c in
-	a | b | c | d | e | f | g | m) ;;
-	*) fail "no case '$c' (CASES: a b c d e f g m)" ;;
+	a | b | c | d | e | f | g | m | n) ;;
+	*) fail "no case '$c' (CASES: a b c d e f g m n)" ;;
 	esac
 	"case_$c"
 	case_end

@@ -19,8 +19,18 @@
 #   back through add_cpu;
 # - a device IRQ whose affinity is a parked CPU moves off it at once and gets
 #   its affinity back on unpark;
+# - an administrator's affinity wins: IRQ N moved off a parked CPU and then
+#   set by hand (to a mask without that CPU, then to one with it) keeps the
+#   hand-set mask after the unpark;
 # - emulation: idle injection gives spinners about half of their CPUs by
-#   schedstat (category high: every CPU at 50 %), and all once off;
+#   schedstat (category high: every CPU at 50 %), and all once off; its
+#   idle_inject devices (one a CPU) are registered while it is on and gone
+#   once it is off, by EMULATE off and by the owner's release (a device
+#   left registered keeps intel_powerclamp and cpuidle_cooling from
+#   registering theirs);
+# - debugfs redirect_latency opened write-only, read-write and read-only,
+#   with seeks, writes and reads: each works (a write empties the ring), and
+#   the kernel log stays clean (the runner fails an Oops);
 # - the owner killed (-9) with a CPU offlined by its park: the CPU back
 #   online and the IRQ back on it within 2 s, by the release alone; then
 #   rmmod.
@@ -165,6 +175,25 @@ until ! aff_is_not3; do
 done
 ok "IRQ $irq: unpark and park again before its next interrupt: it stayed off CPU 3 (affinity $aff, in effect $eff), back on 3 after"
 
+# The administrator's choice wins. IRQ $irq moved off parked CPU 3, then set
+# by hand while 3 is parked: to 1-2 (no parked CPU in it: left alone), and
+# to 2-3 (a parked CPU in it); after the unpark the hand-set mask stays, not
+# the one the module saved at the park (3). Each line printed makes the IRQ
+# fire, so a pending IO-APIC affinity takes effect.
+for want in 1-2 2-3; do
+	pc park 3 60000 >/dev/null || fail "park 3 (hold-off 60 s)"
+	until_ok 5000 "IRQ $irq still on CPU 3 after park" aff_is_not3
+	echo "$want" >/proc/irq/$irq/smp_affinity_list || fail "cannot set IRQ $irq to $want by hand"
+	for i in 1 2 3; do echo "   IRQ $irq: set to $want by hand while 3 is parked ($i)"; usleep 20000; done
+	pc unpark 3 >/dev/null || fail "unpark 3"
+	for i in 1 2 3 4 5 6 7 8 9 10; do echo "   IRQ $irq: unparked ($i)"; usleep 50000; done
+	aff=$(cat /proc/irq/$irq/smp_affinity_list)
+	[ "$aff" = "$want" ] || fail "IRQ $irq: set to $want by hand while CPU 3 was parked, $aff after the unpark (the module's saved affinity overwrote the administrator's)"
+	ok "IRQ $irq: set to $want by hand while CPU 3 was parked: still $aff after the unpark"
+done
+echo 3 >/proc/irq/$irq/smp_affinity_list || fail "cannot put IRQ $irq back on 3"
+until_ok 5000 "IRQ $irq not back in effect on CPU 3" sh -c "echo '   IRQ $irq: to 3'; [ \"\$(cat /proc/irq/$irq/effective_affinity_list)\" = 3 ]"
+
 # Emulation: every CPU busy; the spinners' mean share of their CPUs over 3 s
 # by schedstat (/proc/stat counts injected idle partly as system time).
 spins=
@@ -176,16 +205,33 @@ mean_share() {
 sleep 1
 off=$(mean_share)
 pc emulate on high >/dev/null || fail "emulate on high"
+dev_on=$(stat_of emulate_devices)
 sleep 2	# the module corrects the idle periods over a few 200 ms windows
 on=$(mean_share)
 pc emulate off >/dev/null || fail "emulate off"
+dev_off=$(stat_of emulate_devices)
 sleep 1
 after=$(mean_share)
 kill $spins
+[ "$dev_on" = "$(nproc)" ] || fail "emulation on: $dev_on idle_inject devices registered, want one a CPU ($(nproc))"
+[ "$dev_off" = 0 ] || fail "emulation off (EMULATE off returned): $dev_off idle_inject devices still registered, want 0"
+ok "idle_inject devices: $dev_on while emulating, $dev_off once EMULATE off returned"
 ok "4 spinners get ${off} ‰ of their CPUs without emulation, ${on} ‰ with (high: 50 % duty), ${after} ‰ after off"
 # Loose here (the shell and kthreads share these CPUs); exact on isolated CPUs in `emulate`.
 [ "$on" -ge 350 ] && [ "$on" -le 650 ] || fail "emulation high: spinners got ${on} ‰, expected about 500"
 [ "$off" -ge 800 ] && [ "$after" -ge 800 ] || fail "without emulation: spinners got ${off} ‰ / ${after} ‰"
+
+# The owner's release ends the emulation, devices included.
+pc_close || fail "session exited $?"
+pc_open
+pc emulate on med >/dev/null || fail "emulate on med"
+[ "$(stat_of emulate_devices)" = "$(nproc)" ] || fail "emulation on again: $(stat_of emulate_devices) idle_inject devices"
+pc_close || fail "session exited $?"
+until_ok 5000 "$(stat_of emulate_devices) idle_inject devices still registered after the emulating owner closed" \
+	sh -c '[ "$(proxy_ctl stats | sed -n "s/^emulate_devices=//p")" = 0 ]'
+[ "$(stat_of emulate_on)" = 0 ] || fail "emulation still on after the owner closed"
+ok "the emulating owner closed: emulation off and its idle_inject devices gone after $TOOK ms"
+pc_open
 
 # The owner gone undoes it all: CPU 3, offlined by the session's park, comes
 # back, and the IRQ gets its affinity, by the release alone (before any
@@ -202,5 +248,24 @@ until [ "$(online)" = "0-3" ] && [ "$(cat /proc/irq/$irq/smp_affinity_list)" = 3
 	usleep 20000
 done
 ok "owner killed (-9) with CPU 3 offlined by its park: 0-3 online and IRQ $irq back on 3 after $(( $(now_ms) - t0 )) ms; cleanup_ns $(stat_of cleanup_ns)"
+# debugfs redirect_latency in every open mode. seq_file formats the file on
+# an lseek too, so each open must have what a read would show; a write-only
+# open reads nothing but can seek (dd's seek= opens O_WRONLY, lseeks, then
+# writes; conv=notrunc: no O_TRUNC or ftruncate). A write empties the ring.
+lat=/sys/kernel/debug/chameleon_proxy/redirect_latency
+[ -e "$lat" ] || fail "no $lat (debugfs mounted: $(grep -c debugfs /proc/mounts))"
+head -n 1 "$lat" | grep -q '^# entries=' || fail "$lat reads: $(head -n 1 "$lat")"
+for seek in 0 1 5 100; do
+	echo x | dd of="$lat" bs=1 seek=$seek conv=notrunc 2>/tmp/dd.err ||
+		fail "write-only open, lseek to $seek, write: dd failed: $(cat /tmp/dd.err)"
+done
+head -n 1 "$lat" | grep -q '^# entries=0 dropped=0 lend_skipped=0 reclaim_skipped=0$' ||
+	fail "after writes: $lat reads '$(head -n 1 "$lat")', want an empty ring"
+# Read-write (the shell's <>) and read-only with a seek (dd's skip=).
+echo x 1<>"$lat" || fail "read-write open and write failed"
+dd if="$lat" of=/dev/null bs=1 skip=3 2>/tmp/dd.err || fail "read-only open, lseek, read: $(cat /tmp/dd.err)"
+dd if="$lat" of=/dev/null bs=1 skip=100000 2>/tmp/dd.err || fail "read-only open, lseek past the end, read: $(cat /tmp/dd.err)"
+ok "debugfs $(basename "$lat"): write-only opens with lseek 0/1/5/100 and a write, read-write and read-only opens with seeks: no fault, the ring emptied"
+
 rmmod chameleon_proxy || fail "rmmod after the owner's release"
 pass

@@ -225,7 +225,7 @@ static int cmd_stats(void)
 	P(remove_cpu_last_error); P(add_cpu_calls); P(add_cpu_failures);
 	P(add_cpu_last_error); P(park_critical_ns); P(park_physical_ns);
 	P(unpark_critical_ns); P(unpark_physical_ns);
-	P(emulate_on); P(emulate_category); P(emulate_failures);
+	P(emulate_on); P(emulate_category); P(emulate_failures); P(emulate_devices);
 	P(owner_pid); P(releases); P(cleanup_ns);
 	for (i = 0; i < nr_cpu_ids; i++) {
 		const struct chameleon_proxy_cpu_stats *c = &cs[i];
