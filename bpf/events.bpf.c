@@ -39,6 +39,7 @@ struct chameleon_event *event_reserve(u32 kind, s32 cpu)
 static void event_set_task(struct chameleon_event *ev, struct task_struct *p)
 {
 	ev->pid = p->pid;
+	ev->start_ns = p->start_boottime;
 	ev->cgroup_id = task_cgroup_id(p);
 	__builtin_memcpy(ev->comm, p->comm, sizeof(ev->comm));
 }

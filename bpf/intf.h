@@ -194,6 +194,13 @@ struct chameleon_event {
 	u64	cost_ns;	/* FUSE/SPLIT: time the deciding CPU spent deciding and kicking */
 	u64	run_ns;		/* TASK_EXIT: time run; FUSE/SPLIT: time fused before split */
 	u64	fused_ns;	/* TASK_EXIT: time run fused */
+	/*
+	 * Task events: the task's start_boottime (ns since boot, suspend
+	 * included). With the pid it names one task: the agent opens its pidfd
+	 * only after the event, when the pid may be a newcomer's, and compares
+	 * this with /proc/PID/stat's starttime (the same clock, in ticks).
+	 */
+	u64	start_ns;
 	u32	level;		/* DEMAND: requested level; FUSE: requested CPUs */
 	u32	nr_cpus;	/* FUSE/SPLIT: CPUs in the (partial) object */
 	u32	flags;		/* CHAMELEON_EVF_* */

@@ -202,12 +202,22 @@ pub struct Server {
     subscribers: Arc<Mutex<Vec<UnixStream>>>,
     /// Set while serving: the acceptor's stop bell and thread.
     acceptor: Option<(Arc<Doorbell>, std::thread::JoinHandle<()>)>,
+    /// Times the acceptor backed off (ACCEPT_BACKOFF), since bind.
+    backoffs: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Connections served at once; past it a client is told to come back.
 /// Only root's requests do anything, but anyone may connect: this bounds
 /// the threads a flood of idle connections makes.
 pub const MAX_CLIENTS: usize = 32;
+
+/// How long the acceptor waits after accept() failed for lack of file
+/// descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM; any error but a
+/// client gone or a signal). The connection stays in the backlog and the
+/// listener stays readable, so going straight back to poll() would spin at
+/// a whole CPU for as long as the shortage lasts (a flood of requesters'
+/// pidfds, another process filling the system's file table).
+pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Answers valid requests, from the connection's thread.
 pub type Handler = Arc<dyn Fn(Request) -> Response + Send + Sync>;
@@ -265,7 +275,7 @@ impl Server {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
         listener.set_nonblocking(true)?;
         let ident = ident(path).context("the socket vanished after bind")?;
-        Ok(Server { listener, path: path.to_path_buf(), ident, subscribers: Default::default(), acceptor: None })
+        Ok(Server { listener, path: path.to_path_buf(), ident, subscribers: Default::default(), acceptor: None, backoffs: Default::default() })
     }
 
     /// Start serving: a thread accepts, and each connection gets a thread
@@ -277,18 +287,43 @@ impl Server {
         let subscribers = self.subscribers.clone();
         let bell = stop.clone();
         let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let backoffs = self.backoffs.clone();
         let thread = std::thread::Builder::new()
             .name("control".into())
             .spawn(move || {
                 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
                 use std::os::fd::AsFd;
                 use std::sync::atomic::Ordering;
+                // Wait out a shortage, or until stopped.
+                let back_off = || {
+                    backoffs.fetch_add(1, Ordering::Relaxed);
+                    let mut fds = [PollFd::new(bell.fd(), PollFlags::POLLIN)];
+                    let _ = poll(&mut fds, PollTimeout::try_from(ACCEPT_BACKOFF.as_millis() as i32).unwrap_or(PollTimeout::MAX));
+                };
                 while !bell.requested() {
                     let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN), PollFd::new(bell.fd(), PollFlags::POLLIN)];
-                    if poll(&mut fds, PollTimeout::NONE).is_err() {
-                        continue;
+                    match poll(&mut fds, PollTimeout::NONE) {
+                        Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                        // ENOMEM: as for accept() below.
+                        Err(_) => {
+                            back_off();
+                            continue;
+                        }
                     }
-                    while let Ok((mut stream, _)) = listener.accept() {
+                    loop {
+                        let mut stream = match listener.accept() {
+                            Ok((stream, _)) => stream,
+                            // The backlog is empty.
+                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                            // A client gone before it was taken, a signal: the next one.
+                            Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::Interrupted) => continue,
+                            // A shortage (or anything else that would fail
+                            // again at once): the connection waits.
+                            Err(_) => {
+                                back_off();
+                                break;
+                            }
+                        };
                         if active.load(Ordering::Relaxed) >= MAX_CLIENTS {
                             let _ = stream.set_nonblocking(true);
                             let _ = stream.write_all(b"{\"ok\":false,\"error\":\"the agent is serving too many clients; try again\"}\n");
@@ -309,6 +344,11 @@ impl Server {
             .context("starting the control thread")?;
         self.acceptor = Some((stop, thread));
         Ok(())
+    }
+
+    /// Times the acceptor waited out a shortage (ACCEPT_BACKOFF).
+    pub fn accept_backoffs(&self) -> u64 {
+        self.backoffs.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn has_subscribers(&self) -> bool {

@@ -27,6 +27,7 @@ pub mod nodes;
 pub mod bpf_intf;
 pub mod doorbell;
 pub mod pidfd;
+pub mod cpulist;
 #[allow(clippy::all)]
 pub mod bpf_skel;
 

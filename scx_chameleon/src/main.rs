@@ -233,7 +233,8 @@ enum Cmd {
     /// with the chameleon_proxy module their IRQs move off them and they go
     /// offline after the hold-off, unless unparked first.
     Park {
-        cpus: String,
+        #[arg(value_parser = chameleon::cpulist::arg)]
+        cpus: chameleon::cpulist::CpuList,
         /// Milliseconds before the module takes them offline (0: at once; at
         /// most 3600000).
         #[arg(long, default_value_t = chameleon::module::proxy::DEFAULT_HOLDOFF_MS,
@@ -242,7 +243,8 @@ enum Cmd {
     },
     /// Give parked CPUs back (at once if they are still online).
     Unpark {
-        cpus: String,
+        #[arg(value_parser = chameleon::cpulist::arg)]
+        cpus: chameleon::cpulist::CpuList,
     },
     /// Record the running scheduler's events for SECONDS into FILE, a Perfetto
     /// trace (open it in ui.perfetto.dev): per CPU, when it was a fused
@@ -584,9 +586,9 @@ fn run() -> Result<()> {
         Some(Cmd::Tags) => return tags_cmd(&cli.control_socket),
         Some(Cmd::ReloadRules) => return reload_rules_cmd(&cli.control_socket),
         Some(Cmd::Park { cpus, holdoff_ms }) => {
-            return park_cmd(&cli.control_socket, chameleon::control::Op::Park { cpus, holdoff_ms: Some(holdoff_ms) })
+            return park_cmd(&cli.control_socket, chameleon::control::Op::Park { cpus: cpus.to_string(), holdoff_ms: Some(holdoff_ms) })
         }
-        Some(Cmd::Unpark { cpus }) => return park_cmd(&cli.control_socket, chameleon::control::Op::Unpark { cpus }),
+        Some(Cmd::Unpark { cpus }) => return park_cmd(&cli.control_socket, chameleon::control::Op::Unpark { cpus: cpus.to_string() }),
         Some(Cmd::Events { json }) => return events_cmd(&cli.control_socket, json),
         Some(Cmd::Top { ref args }) => return hand_off(&cli, [OsString::from("top")].into_iter().chain(args.iter().cloned()).collect()),
         Some(Cmd::Trace { ref args }) => return hand_off(&cli, [OsString::from("trace")].into_iter().chain(args.iter().cloned()).collect()),

@@ -13,7 +13,8 @@ use crate::agent::auto_taxes::AutoTaxes;
 use crate::agent::cpu_presence::CpuPresence;
 use crate::agent::decisions::{monotonic_ns, DECISIONS};
 use crate::agent::every::Every;
-use crate::agent::object_map::{no_object, ObjectMap, Track};
+use crate::agent::fd_budget::FdBudget;
+use crate::agent::object_map::{no_object, NotTracked, ObjectMap, Track};
 use crate::agent::requesters::{Requester, Requesters};
 use crate::agent::sleepers::Sleepers;
 use crate::agent::untagged_load::UntaggedLoad;
@@ -66,7 +67,7 @@ impl Assigner {
             manager,
             tags,
             requesters: Requesters::default(),
-            objects: ObjectMap::default(),
+            objects: ObjectMap::with_cap(FdBudget::default().pidfds),
             sleepers: Sleepers::default(),
             reconcile: Every::new(RECONCILE_EVERY),
             audit: Every::new(AUDIT_EVERY),
@@ -75,7 +76,7 @@ impl Assigner {
             cpus: CpuPresence::new(reread_topology),
             ignore_exits: false,
             rotation: Every::new(Duration::from_millis(30)),
-            auto: AutoTaxes::default(),
+            auto: AutoTaxes::with_perf_cap(FdBudget::default().perf),
         }
     }
 
@@ -83,6 +84,28 @@ impl Assigner {
     pub fn with_share_period(mut self, period: Duration) -> Self {
         self.rotation = Every::new(period);
         self
+    }
+
+    /// Hold at most `budget`'s pidfds and instruction counters (fd_budget.rs).
+    /// Before any task is known.
+    pub fn with_fd_budget(mut self, budget: FdBudget) -> Self {
+        self.objects = ObjectMap::with_cap(budget.pidfds);
+        self.auto = AutoTaxes::with_perf_cap(budget.perf);
+        self
+    }
+
+    /// What the agent's limits refused since the start, and the pidfds
+    /// held now (the metrics; `control_accept_backoffs` is the control
+    /// socket's to fill).
+    pub fn limits(&self) -> crate::report::metrics::Limits {
+        let refused = self.objects.refused();
+        crate::report::metrics::Limits {
+            requesters_refused: refused.full,
+            demand_pid_reused: refused.reused,
+            auto_tax_no_counter: self.auto.perf_refused(),
+            pidfds_held: self.objects.held() as u64,
+            control_accept_backoffs: 0,
+        }
     }
 
     /// Ignore task-exit events (see `ignore_exits`).
@@ -220,13 +243,36 @@ impl Assigner {
             // ev.level is the object level BPF derived from the tag and SMT class.
             Kind::Demand => match self.tag_of(ev.cgroup_id, tags) {
                 Some(props) if ev.level > 0 => 'demand: {
-                    // Held by a pidfd from now. A pid held for a task that
-                    // exited unheard is a newcomer's: the old one's state goes.
-                    let mut changes = match self.objects.track(ev.pid) {
+                    // Held by a pidfd from now, if the pid still names the
+                    // task that asked. A pid held for a task that exited
+                    // unheard is a newcomer's: the old one's state goes.
+                    let mut changes = match self.objects.track(ev.pid, ev.start_ns) {
                         Ok(Track::Replaced) => self.drop_state(ev.pid),
                         Ok(_) => Vec::new(),
-                        // Gone already: its exit follows (or was lost).
-                        Err(_) => break 'demand self.drop_state(ev.pid),
+                        // An earlier task's DEMAND, read after the live
+                        // requester under the pid asked: nothing changes.
+                        Err(NotTracked::Stale) => break 'demand Vec::new(),
+                        // Gone already (its exit follows, or was lost), or
+                        // a newcomer has the pid (it asks for itself if
+                        // tagged): nothing is kept under the pid.
+                        Err(NotTracked::Gone) => break 'demand self.drop_state(ev.pid),
+                        Err(NotTracked::Reused) => {
+                            debug!(target: DECISIONS, "reused pid={}: its DEMAND came from a task that exited; the pid names another task now", ev.pid);
+                            break 'demand self.drop_state(ev.pid);
+                        }
+                        // No pidfd to write its object through: it runs
+                        // without one until it asks again.
+                        Err(NotTracked::Full) => {
+                            let n = self.objects.refused().full;
+                            if n.is_power_of_two() {
+                                warn!(
+                                    "pid {} asked for an object: refused, {} requesters held (the cap, or no file descriptor); {n} refused so far",
+                                    ev.pid,
+                                    self.objects.held()
+                                );
+                            }
+                            break 'demand self.drop_state(ev.pid);
+                        }
                     };
                     let req = Requester { props, level: ev.level, cgroup: ev.cgroup_id };
                     let old = self.requesters.insert(ev.pid, req);
@@ -419,7 +465,8 @@ impl Assigner {
     /// manager keeps the object: it comes back as it was, and a rebalance
     /// meanwhile is published when it does).
     fn auto_tick(&mut self, map: &dyn MapCore, task_ctxs: &dyn MapCore) {
-        for (pid, now) in self.auto.tick(task_ctxs) {
+        let objects = &self.objects;
+        for (pid, now) in self.auto.tick(task_ctxs, |pid| objects.key(pid)) {
             let Some(o) = self.manager.object(pid) else { continue };
             let r = if now.withdraw {
                 // BPF splits a fused object at its next tick (RETAG).

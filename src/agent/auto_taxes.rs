@@ -4,8 +4,13 @@
 //! its object be withdrawn for a native exploration; what changed is handed
 //! to the Assigner, which writes it through the ObjectMap like any tax.
 //!
+//! Each may hold an instruction counter (a perf fd) while its PMU allows,
+//! at most `perf_cap` of them (fd_budget.rs): those tracked past it count
+//! by their progress file only, and are counted.
+//!
 //! Invariant: a pid is here only while it is a requester with an auto tag
-//! (`track` on its DEMAND, `forget` when it leaves or is retagged).
+//! (`track` on its DEMAND, `forget` when it leaves or is retagged);
+//! `perf_held` is the number here whose probe may count instructions.
 
 use crate::agent::decisions::{monotonic_ns, DECISIONS};
 use crate::nodes::auto_tax::{Controller, Decision, Phase, INTERVAL_MS, MIN_PAIRS};
@@ -33,10 +38,10 @@ struct AutoTask {
 }
 
 impl AutoTask {
-    fn new(pid: i32) -> Self {
+    fn new(pid: i32, may_count: bool) -> Self {
         let ctl = Controller::new();
         let now = Decision { tax: ctl.tax(), withdraw: false };
-        AutoTask { ctl, probe: Probe::new(pid), now, shown: None }
+        AutoTask { ctl, probe: Probe::new(pid, may_count), now, shown: None }
     }
 }
 
@@ -44,23 +49,44 @@ pub struct AutoTaxes {
     tasks: HashMap<i32, AutoTask>,
     /// When the last interval was sampled.
     last: Instant,
-}
-
-impl Default for AutoTaxes {
-    fn default() -> Self {
-        AutoTaxes { tasks: HashMap::new(), last: Instant::now() }
-    }
+    /// At most this many tasks may hold an instruction counter.
+    perf_cap: usize,
+    /// Tasks here whose probe may count instructions.
+    perf_held: usize,
+    /// Tasks tracked without one (the cap reached), since the start.
+    perf_refused: u64,
 }
 
 impl AutoTaxes {
+    /// At most `perf_cap` instruction counters held.
+    pub fn with_perf_cap(perf_cap: usize) -> AutoTaxes {
+        AutoTaxes { tasks: HashMap::new(), last: Instant::now(), perf_cap, perf_held: 0, perf_refused: 0 }
+    }
+
+    /// Tasks tracked without an instruction counter for the cap.
+    pub fn perf_refused(&self) -> u64 {
+        self.perf_refused
+    }
+
     /// Requester `pid` has an auto tag (kept as it is if it had one already).
     pub fn track(&mut self, pid: i32) {
-        self.tasks.entry(pid).or_insert_with(|| AutoTask::new(pid));
+        if self.tasks.contains_key(&pid) {
+            return;
+        }
+        let may_count = self.perf_held < self.perf_cap;
+        if may_count {
+            self.perf_held += 1;
+        } else {
+            self.perf_refused += 1;
+        }
+        self.tasks.insert(pid, AutoTask::new(pid, may_count));
     }
 
     /// Requester `pid` left, or is retagged to a fixed tax.
     pub fn forget(&mut self, pid: i32) {
-        self.tasks.remove(&pid);
+        if self.tasks.remove(&pid).is_some_and(|t| t.probe.may_count_instructions()) {
+            self.perf_held -= 1;
+        }
     }
 
     /// The tax its controller publishes now (None: not an auto-tax task).
@@ -75,15 +101,16 @@ impl AutoTaxes {
 
     /// Once per interval (auto_tax.rs): sample each task and step its
     /// controller. Returns those whose decision changed, with the new one,
-    /// to publish (its tax, or its object withdrawn).
-    pub fn tick(&mut self, task_ctxs: &dyn MapCore) -> Vec<(i32, Decision)> {
+    /// to publish (its tax, or its object withdrawn). `key_of`: the held
+    /// pidfd of a task, its key in `task_ctxs` (object_map.rs).
+    pub fn tick(&mut self, task_ctxs: &dyn MapCore, key_of: impl Fn(i32) -> Option<[u8; 4]>) -> Vec<(i32, Decision)> {
         if self.tasks.is_empty() || self.last.elapsed() < AUTO_EVERY {
             return Vec::new();
         }
         self.last = Instant::now();
         let mut changed = Vec::new();
         for (&pid, at) in self.tasks.iter_mut() {
-            let fused = fused_ns(task_ctxs, pid);
+            let fused = key_of(pid).and_then(|key| fused_ns(task_ctxs, &key));
             if let Some(now) = at.step(pid, fused) {
                 changed.push((pid, now));
             }
@@ -163,3 +190,6 @@ impl AutoTask {
         (now != was).then_some(now)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,6 +10,7 @@ pub mod auto_taxes;
 pub mod cpu_presence;
 pub mod decisions;
 pub mod every;
+pub mod fd_budget;
 pub mod inbox;
 pub mod module_worker;
 pub mod object_map;

@@ -50,9 +50,11 @@ pub fn start(
         refuse!(Response::err("a park or unpark is under way; try again when it is done"));
     }
     let park = holdoff_ms.is_some();
-    let cpus = match scx_utils::read_cpulist(list.trim()) {
-        Ok(c) => c,
-        Err(e) => refuse!(Response::err(format!("'{list}': not a CPU list ({e:#})"))),
+    // Bounded while read (cpulist.rs): the request comes from a socket, and
+    // expanding "0-4000000000" here would take the loop and its memory.
+    let cpus = match crate::cpulist::CpuList::parse(list, nr_cpus) {
+        Ok(c) => c.cpus().to_vec(),
+        Err(e) => refuse!(Response::err(e)),
     };
     let online = crate::nodes::node::online_cpus().unwrap_or_default();
     if let Err(e) = crate::module::park::check(&cpus, park, &online, assign.parked(), nr_cpus) {

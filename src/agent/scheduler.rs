@@ -405,6 +405,9 @@ impl<'a> Scheduler<'a> {
             (None, None) => {}
         }
 
+        // Before any file is opened for tasks: how many the agent may hold.
+        let fd_budget = crate::agent::fd_budget::FdBudget::for_limit(crate::agent::fd_budget::raise_nofile_limit());
+        info!("file descriptors for tasks: at most {} pidfds (requesters), {} instruction counters", fd_budget.pidfds, fd_budget.perf);
         let mut control = Server::bind(&opts.control_path)?;
         let skel = scx_ops_load!(skel, chameleon_ops, uei)?;
         let tag_ids = crate::agent::apply_tags::apply(&skel.maps.tags, &mut inputs)?.tags;
@@ -455,6 +458,7 @@ impl<'a> Scheduler<'a> {
             opts: opts.clone(),
             nr_cpus,
             assign: Assigner::new(manager, tag_ids, Status::new(&opts.status_path).with_run_id(opts.run_id), opts.node_cpus.is_none().then(|| opts.topology.clone()))
+                .with_fd_budget(fd_budget)
                 .without_exit_notice(opts.no_exit_notice)
                 .with_share_period(Duration::from_millis(opts.share_period_ms)),
             inbox,
@@ -653,6 +657,7 @@ impl<'a> Scheduler<'a> {
                     .with_invariants([bss.invariants.lent_to_non_rep, bss.invariants.owner_gone, bss.invariants.queue_forbidden], bss.nr_demand_dropped)
                     .with_module(module_read.as_ref())
                     .with_lateness(&lateness)
+                    .with_limits(crate::report::metrics::Limits { control_accept_backoffs: control.accept_backoffs(), ..assign.limits() })
                     .with_run_id(self.opts.run_id);
                 m.sampled_ms = crate::report::metrics::monotonic_ms();
                 *self.metrics.lock().unwrap() = m;

@@ -147,3 +147,77 @@ fn one_agent_at_a_time() {
     InstanceLock::acquire(&sock).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Set in the child process of the test below: it runs the child's part.
+const OUT_OF_FDS_CHILD: &str = "CHAMELEON_TEST_OUT_OF_FDS_CHILD";
+
+#[test]
+fn out_of_file_descriptors_the_acceptor_backs_off_rather_than_spins() {
+    if std::env::var_os(OUT_OF_FDS_CHILD).is_some() {
+        return out_of_fds_child();
+    }
+    // The file-descriptor limit is the whole process's: it is lowered in a
+    // child (this test binary running only this test), not here, where
+    // other tests open files on other threads.
+    let me = "control::tests::out_of_file_descriptors_the_acceptor_backs_off_rather_than_spins";
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", me, "--nocapture", "--test-threads=1"])
+        .env(OUT_OF_FDS_CHILD, "1")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    println!("{text}");
+    assert!(text.contains("out-of-fds child:"), "the child did not get to its measure:\n{text}");
+    assert!(out.status.success(), "the child failed:\n{text}");
+}
+
+/// A connection waits in the backlog while every file descriptor is in
+/// use: accept() fails with EMFILE and the connection stays, so the
+/// listener stays readable. Measured: the process's CPU time over 1 s (a
+/// spinning acceptor takes a whole CPU), the back-offs counted, and the
+/// client served once descriptors are free again.
+fn out_of_fds_child() {
+    use nix::sys::resource::{getrlimit, getrusage, setrlimit, Resource, UsageWho};
+    let dir = scratch("outoffds");
+    let path = dir.join("control.sock");
+    let mut server = Server::bind(&path).unwrap();
+    server.start(Arc::new(|_| Response::ok("pong"))).unwrap();
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    setrlimit(Resource::RLIMIT_NOFILE, 128.min(hard), hard).unwrap();
+    let devnull = std::fs::File::open("/dev/null").unwrap();
+    let mut held = Vec::new();
+    loop {
+        match devnull.try_clone() {
+            Ok(f) => held.push(f),
+            Err(e) => {
+                assert_eq!(e.raw_os_error(), Some(libc::EMFILE), "{e}");
+                break;
+            }
+        }
+    }
+    // One free for the client's socket, none left for the acceptor.
+    held.pop();
+    let mut client = UnixStream::connect(&path).unwrap();
+    let cpu = || {
+        let u = getrusage(UsageWho::RUSAGE_SELF).unwrap();
+        let d = |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
+        d(u.user_time()) + d(u.system_time())
+    };
+    let t0 = cpu();
+    std::thread::sleep(Duration::from_secs(1));
+    let used = cpu() - t0;
+    let backoffs = server.accept_backoffs();
+    println!("out-of-fds child: {} ms of CPU in 1 s with a connection pending and no descriptor free; {backoffs} back-offs", used.as_millis());
+    // Freed: the waiting client is served.
+    held.clear();
+    client.write_all(b"{\"v\":1,\"op\":\"ping\"}\n").unwrap();
+    let answer = read_line(&mut client, std::time::Instant::now() + Duration::from_secs(5), MAX_ANSWER).unwrap();
+    let answer: Response = serde_json::from_slice(&answer).unwrap();
+    assert!(used < Duration::from_millis(100), "the acceptor spun: {} ms of CPU in 1 s", used.as_millis());
+    assert!((1..=20).contains(&backoffs), "{backoffs} back-offs in 1 s (at most 10 a second expected)");
+    if nix::unistd::geteuid().is_root() {
+        assert!(answer.ok, "{answer:?}");
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -149,6 +149,8 @@ struct Reading {
 pub struct Probe {
     tid: i32,
     perf: Option<Instructions>,
+    /// Given at creation: whether `perf` may ever be opened.
+    may_count: bool,
     perf_tried: bool,
     /// The counter file's value when first seen, until it moves.
     file_first: Option<u64>,
@@ -158,8 +160,16 @@ pub struct Probe {
 }
 
 impl Probe {
-    pub fn new(tid: i32) -> Probe {
-        Probe { tid, perf: None, perf_tried: false, file_first: None, file_live: false, last: None, source: Source::None }
+    /// A probe of thread `tid`; `may_count`: whether it may open an
+    /// instruction counter (else only its counter file is read).
+    pub fn new(tid: i32, may_count: bool) -> Probe {
+        Probe { tid, perf: None, may_count, perf_tried: !may_count, file_first: None, file_live: false, last: None, source: Source::None }
+    }
+
+    /// May it open an instruction counter (a perf fd; auto_taxes.rs caps
+    /// how many are held)? Without one it counts by its file or not at all.
+    pub fn may_count_instructions(&self) -> bool {
+        self.may_count
     }
 
     pub fn source(&self) -> Source {
@@ -293,12 +303,13 @@ impl Drop for Counter {
 }
 
 /// BPF's fused time of a task (its task context, `task_ctxs`), looked up
-/// through a pidfd (task storage maps are keyed by one). None if the task
-/// is gone or has no context.
-pub fn fused_ns(task_ctxs: &dyn libbpf_rs::MapCore, tid: i32) -> Option<u64> {
+/// by `key`, the pidfd the agent holds for it (task storage maps are keyed
+/// by one; the held one names the task that asked, where a pidfd opened
+/// now by its pid could name a newcomer). None if the task is gone or has
+/// no context.
+pub fn fused_ns(task_ctxs: &dyn libbpf_rs::MapCore, key: &[u8; 4]) -> Option<u64> {
     use libbpf_rs::MapFlags;
-    let task = crate::pidfd::TaskFd::open(tid).ok()?;
-    let raw = task_ctxs.lookup(&task.map_key(), MapFlags::ANY).ok()??;
+    let raw = task_ctxs.lookup(key, MapFlags::ANY).ok()??;
     type TaskCtx = crate::bpf_skel::types::task_ctx;
     if raw.len() < std::mem::size_of::<TaskCtx>() {
         return None;

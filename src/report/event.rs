@@ -132,6 +132,10 @@ pub struct Event {
     pub local_ns: u64,
     pub run_ns: u64,
     pub fused_ns: u64,
+    /// Task events: when the task started (its start_boottime, ns since
+    /// boot): with the pid, which task it was (pidfd.rs, `open_as`).
+    #[serde(default)]
+    pub start_ns: u64,
     pub level: u32,
     pub cpus: Vec<i32>,
     /// The latency is a lower bound: the next decision came first.
@@ -168,6 +172,7 @@ impl Event {
             local_ns: raw.local_ns as u64,
             run_ns: raw.run_ns,
             fused_ns: raw.fused_ns,
+            start_ns: raw.start_ns,
             level: raw.level,
             cpus: raw.cpus[..nr].to_vec(),
             superseded: raw.flags & bpf_intf::chameleon_event_flags_CHAMELEON_EVF_SUPERSEDED != 0,

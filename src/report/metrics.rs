@@ -95,6 +95,21 @@ pub struct Metrics {
     #[stat(desc = "the last unpark, from the call to its last CPU online, ns")]
     #[serde(default)]
     pub proxy_unpark_physical_ns: u64,
+    #[stat(desc = "DEMANDs refused: the agent held its most pidfds or had no file descriptor (the task runs without an object until it asks again)")]
+    #[serde(default)]
+    pub requesters_refused: u64,
+    #[stat(desc = "DEMANDs whose pid named another task when the agent looked (the task that asked had exited)")]
+    #[serde(default)]
+    pub demand_pid_reused: u64,
+    #[stat(desc = "tax=auto tasks measured without an instruction counter: the agent held its most perf counters")]
+    #[serde(default)]
+    pub auto_tax_no_counter: u64,
+    #[stat(desc = "pidfds the agent holds now, one per requester")]
+    #[serde(default)]
+    pub pidfds_held: u64,
+    #[stat(desc = "times the control socket's acceptor waited for lack of file descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM)")]
+    #[serde(default)]
+    pub control_accept_backoffs: u64,
     #[stat(desc = "the agent's --run-id (0: none given)")]
     pub run_id: u64,
     /// Read from the kernel when a client asks (kernel_events.rs), so they
@@ -136,6 +151,7 @@ const HISTOGRAMS: &[&str] = &["loop_late_us"];
 /// Fields that are a level now, not a running count (OpenMetrics gauges).
 const GAUGES: &[&str] = &[
     "run_id",
+    "pidfds_held",
     "proxy_module_loaded",
     "proxy_kfuncs_bound",
     "proxy_lent_cpus",
@@ -151,6 +167,17 @@ const GAUGES: &[&str] = &[
 /// Fields that are a set of counters of one family, told apart by a label
 /// (field, label name): one TYPE line, one sample per key.
 const LABELLED: &[(&str, &str)] = &[("kernel_events", "event")];
+
+/// The agent's limits at work (agent/fd_budget.rs): what they refused or
+/// waited for since the start, and the pidfds held now.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub requesters_refused: u64,
+    pub demand_pid_reused: u64,
+    pub auto_tax_no_counter: u64,
+    pub pidfds_held: u64,
+    pub control_accept_backoffs: u64,
+}
 
 /// CLOCK_MONOTONIC in ms: system-wide, so an agent and a reader agree on it.
 pub fn monotonic_ms() -> u64 {
@@ -262,6 +289,16 @@ impl Metrics {
             counts[i] += c;
         }
         crate::report::lateness::Lateness { counts, sum_us: self.loop_late_sum_us, max_us: self.loop_late_max_us }
+    }
+
+    /// The agent's limits (Limits).
+    pub fn with_limits(mut self, l: Limits) -> Metrics {
+        self.requesters_refused = l.requesters_refused;
+        self.demand_pid_reused = l.demand_pid_reused;
+        self.auto_tax_no_counter = l.auto_tax_no_counter;
+        self.pidfds_held = l.pidfds_held;
+        self.control_accept_backoffs = l.control_accept_backoffs;
+        self
     }
 
     pub fn with_run_id(mut self, run_id: Option<u64>) -> Metrics {

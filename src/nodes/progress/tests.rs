@@ -82,7 +82,7 @@ fn a_file_counts_once_it_moves() {
     let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
     let path = path_of(tid);
     std::fs::write(&path, record(MAGIC, VERSION, 500)).unwrap();
-    let mut p = Probe::new(tid);
+    let mut p = Probe::new(tid, true);
     p.perf_tried = true; // no PMU: the file or nothing
     let (s, changed) = p.sample(0, Some(0));
     assert_eq!((s, changed, p.source()), (None, false, Source::None), "a file that has not moved is not a source");

@@ -11,7 +11,7 @@ fn openmetrics_lists_every_counter_and_ends_with_eof() {
     assert!(text.ends_with("# EOF\n"));
     // Every field but kernel_events, a family with no sample here (the
     // encoder leaves out a family with none).
-    assert_eq!(text.matches("# TYPE").count(), 37);
+    assert_eq!(text.matches("# TYPE").count(), 42);
     // The policy's broken-invariant counters are exported, as counters.
     for name in ["invariant_lent_to_non_rep", "invariant_owner_gone", "invariant_queue_forbidden"] {
         assert!(text.contains(&format!("# TYPE chameleon_{name} counter\n")), "{name}: {text}");
@@ -144,4 +144,20 @@ fn the_policys_counters_read_back_as_totals() {
     let served: Metrics = serde_json::from_value(serde_json::to_value(Metrics::from_totals(&t, 0)).unwrap()).unwrap();
     assert_eq!(served.totals(), t);
     assert_eq!(served.totals().to_string(), t.to_string());
+}
+
+#[test]
+fn the_agents_limits_are_exported() {
+    let l = Limits { requesters_refused: 3, demand_pid_reused: 1, auto_tax_no_counter: 2, pidfds_held: 4096, control_accept_backoffs: 7 };
+    let text = Metrics::default().with_limits(l).openmetrics();
+    for line in [
+        "chameleon_requesters_refused_total 3\n",
+        "chameleon_demand_pid_reused_total 1\n",
+        "chameleon_auto_tax_no_counter_total 2\n",
+        "chameleon_control_accept_backoffs_total 7\n",
+        "# TYPE chameleon_pidfds_held gauge\n",
+        "chameleon_pidfds_held 4096\n",
+    ] {
+        assert!(text.contains(line), "{line:?} missing:\n{text}");
+    }
 }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Bad input gets a clear error and loses nothing: CLI numbers out of range
-# refused with a message (never a panic); two agents started at once (one
+# refused with a message (never a panic); huge CPU lists for park/unpark
+# refused by the CLI and, sent raw, by the running agent; two agents started at once (one
 # runs, the other says why it stops and leaves the first's socket and status
 # alone); a status file whose agent was killed reads as stale; a socket path
 # that is not a socket is not removed; a closed stdout does not kill the agent;
@@ -51,6 +52,28 @@ make_cgroup two
 out=$(scx_chameleon tag two --level 1) || fail "tag: $out"
 echo "$out" | grep -q "applied by the running scheduler" || fail "the running agent's socket is gone: $out"
 ok "the running agent's status file and control socket are intact"
+
+# A huge or overflowing CPU list (issue 45, item 13: the agent expanded
+# every id of a range on its loop before checking any; "0-4000000000" is
+# 32 GB of ids): the CLI refuses it before sending, and the agent, sent it
+# raw on its socket, answers an error at once and keeps serving.
+out=$(scx_chameleon park 0-4000000000 2>&1) && fail "the CLI sent park 0-4000000000: $out"
+echo "$out" | grep -q "CPU 4000000000: this machine has CPUs 0-" || fail "park 0-4000000000 on the CLI: $out"
+ok "refused by the CLI: park 0-4000000000 -> $(echo "$out" | grep -m1 "CPU 4000000000")"
+for list in 0-4000000000 0-18446744073709551615 0-99999999999999999999999 3-1 x-y; do
+	for op in park unpark; do
+		t0=$(now_ms)
+		get out ctl_send /run/scx_chameleon/control.sock "{\"v\":1,\"op\":\"$op\",\"cpus\":\"$list\"}"
+		dt=$(( $(now_ms) - t0 ))
+		echo "$out" | grep -q '"ok":false' || fail "$op '$list' on the socket: $out"
+		[ $dt -lt 3000 ] || fail "$op '$list' on the socket: answered after $dt ms"
+		agent_alive || fail "the agent died on $op '$list'"
+	done
+	ok "refused by the agent (park and unpark, the last in $dt ms): '$list' -> $out"
+done
+out=$(scx_chameleon status) || fail "status after the huge lists: $out"
+scx_chameleon status | grep -q "^parked:" && fail "a refused list parked CPUs"
+ok "the agent still serves after them, nothing parked"
 
 # Killed: its status file says so.
 kill -9 $AGENT_PID; wait $AGENT_PID 2>/dev/null

@@ -11,6 +11,12 @@
 #      its pidfd within its reconcile (1 s), where /proc/PID names the
 #      newcomer; the status lists no object for the pid, the agent logs
 #      its unassign, and the newcomer never fuses.
+#   c: a tagged task's DEMAND read only after the task was killed and its
+#      pid given to an untagged newcomer (the agent stopped meanwhile, as
+#      a busy agent is late): the agent must not hold the newcomer for the
+#      task that asked (issue 45, item 16: it opened a pidfd by the pid and
+#      gave the newcomer an object). The DEMAND carries the task's start
+#      time; the agent logs the reused pid, and the newcomer gets no object.
 . /opt/chameleon/guest/lib.sh
 TEST=pid_reuse
 
@@ -69,6 +75,26 @@ sleep 2
 tail -n +$((m + 1)) "$AGENT_LOG" | grep -q "fuse cpu=[0-9]* pid=$p " && fail "b: the untagged newcomer under pid $p fused"
 [ -z "$(object $p)" ] || fail "b: pid $p holds [$(object $p)] again"
 kill $p
+wait $p 2>/dev/null
+
+# c: the DEMAND read after its pid went to a newcomer.
+kill -STOP "$AGENT_PID"
+spin -g /sys/fs/cgroup/seq 60 >/dev/null &
+q=$!
+sleep 1	# it runs in the tagged cgroup: its DEMAND waits in the ring buffer
+kill -9 $q
+wait $q 2>/dev/null
+as_pid $q spin 30
+grep -q "^0::/$" /proc/$q/cgroup || { kill -CONT "$AGENT_PID"; fail "c: the newcomer is not in the root cgroup: $(cat /proc/$q/cgroup)"; }
+m=$(log_mark)
+kill -CONT "$AGENT_PID"
+ok "c: tagged pid $q asked and was killed, its pid given to an untagged newcomer, while the agent was stopped"
+wait_log_after "$m" "DEBUG.*reused pid=$q:" 5000 "c: the agent did not tell the DEMAND of pid $q from the newcomer (no 'reused pid=$q'); object [$(object $q)]"
+sleep 2
+[ -z "$(object $q)" ] || fail "c: pid $q, an untagged newcomer's, holds [$(object $q)]"
+tail -n +$((m + 1)) "$AGENT_LOG" | grep -q " assign pid=$q \|fuse cpu=[0-9]* pid=$q " && fail "c: the untagged newcomer under pid $q was given an object or fused"
+ok "c: $(tail -n +$((m + 1)) "$AGENT_LOG" | grep -m1 -o "reused pid=$q:.*"); no object for the newcomer"
+kill $q
 agent_alive || fail "agent died"
 stop_agent
 pass

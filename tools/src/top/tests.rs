@@ -55,6 +55,7 @@ fn event(kind: Kind, latency_us: u64) -> Event {
         local_ns: 1000,
         run_ns: 0,
         fused_ns: 0,
+        start_ns: 0,
         level: 2,
         cpus: vec![0, 1],
         superseded: false,

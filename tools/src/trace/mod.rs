@@ -177,6 +177,7 @@ fn synthetic_fuse(f: &Fused) -> Event {
         local_ns: 0,
         run_ns: 0,
         fused_ns: 0,
+        start_ns: 0,
         level: f.cpus.len() as u32,
         cpus: f.cpus.clone(),
         superseded: false,

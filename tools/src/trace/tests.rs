@@ -24,6 +24,7 @@ fn ev(kind: Kind, ts_ms: u64, cpu: i32, pid: i32) -> Event {
         local_ns: 0,
         run_ns: 0,
         fused_ns: 0,
+        start_ns: 0,
         level: 0,
         cpus: vec![],
         superseded: false,
