@@ -18,10 +18,10 @@
  *   socket       BPF_PROG_TYPE_SOCKET_FILTER: a type the module registers
  *                its kfuncs for in no case, refused by the verifier alone
  * or one that changes the module's state:
- *   lend CPU REP a syscall program returning chameleon_proxy_lend(CPU, REP)
- *                (a third argument 0: since ABI 4 the verifier puts the
- *                program's bpf_prog_aux there; an ABI 3 module's kfunc
- *                takes two and ignores it)
+ *   lend CPU REP a syscall program returning chameleon_proxy_lend(CPU, REP,
+ *                GEN), GEN the owner generation our CLAIM answered (ABI 4;
+ *                0 without --claim; an ABI 3 module's kfunc takes two
+ *                arguments and ignores the third register)
  * --open opens /dev/chameleon_proxy first, --claim also makes this file its
  * owner (CLAIM); either way the file stays open until we exit. --hold keeps
  * everything (device, program) for SECONDS before exiting, so that another
@@ -179,6 +179,9 @@ static const char *last_line(char *log)
 	}
 }
 
+/* The owner generation our CLAIM answered, 0 if none. */
+static __u64 generation;
+
 static int open_device(int claim)
 {
 	struct chameleon_proxy_claim c;
@@ -191,6 +194,7 @@ static int open_device(int claim)
 	memset(&c, 0, sizeof(c));
 	if (ioctl(fd, CHAMELEON_PROXY_IOC_CLAIM, &c))
 		die("CLAIM", errno);
+	generation = c.generation;
 	return fd;
 }
 
@@ -225,7 +229,8 @@ int main(int argc, char **argv)
 {
 	/*
 	 * abi: call chameleon_proxy_abi; r0 = 0; exit.
-	 * lend: r1 = CPU; r2 = REP; r3 = 0; call chameleon_proxy_lend; exit.
+	 * lend: r1 = CPU; r2 = REP; r3 = GEN (ld_imm64: two instructions);
+	 * call chameleon_proxy_lend; exit.
 	 * .off = 1 in a call: fd_array[1].
 	 */
 	struct bpf_insn abi_insns[] = {
@@ -236,7 +241,8 @@ int main(int argc, char **argv)
 	struct bpf_insn lend_insns[] = {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1 },
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_2 },
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3, .imm = 0 },
+		{ .code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_3 },
+		{ .imm = 0 },
 		{ .code = BPF_JMP | BPF_CALL, .src_reg = BPF_PSEUDO_KFUNC_CALL, .off = 1 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
@@ -288,7 +294,7 @@ int main(int argc, char **argv)
 		nr_insns = sizeof(lend_insns) / sizeof(lend_insns[0]);
 		insns[0].imm = parse_cpu(argv[i++]);
 		insns[1].imm = parse_cpu(argv[i++]);
-		call = 3;
+		call = 4;
 	}
 	if (i < argc || (open_dev && claim) || (!what && !hold) ||
 	    (hold && !open_dev && !claim) || (pin && !what))
@@ -312,6 +318,10 @@ int main(int argc, char **argv)
 	/* Before the load: the filter looks at who owns the module then. */
 	if (open_dev || claim)
 		dev = open_device(claim);
+	if (lend) {
+		insns[2].imm = (__u32)generation;
+		insns[3].imm = (__u32)(generation >> 32);
+	}
 	if (!what) {
 		printf("%s\n", claim ? "claimed" : "opened");
 		fflush(stdout);
