@@ -123,6 +123,12 @@ BTF_KFUNCS_END(chp_kfunc_ids)
  * ours: only one can be enabled at a time. Anything else is refused with
  * -EACCES at load ("calling kernel function ... is not allowed"). What a
  * program admitted here may still do once its owner is gone: see the top.
+ *
+ * sched_ext's struct_ops is the one built into the kernel: registered with no
+ * owning module, so in vmlinux's BTF (__register_bpf_struct_ops() files a
+ * struct_ops under its owner's BTF, and a program is verified against the one
+ * of the BTF its attach type comes from). A module may register a struct_ops
+ * of the same name in its own BTF; its programs are not schedulers.
  */
 static int chp_kfunc_filter(const struct bpf_prog *prog, u32 kfunc_id)
 {
@@ -132,7 +138,8 @@ static int chp_kfunc_filter(const struct bpf_prog *prog, u32 kfunc_id)
 	case BPF_PROG_TYPE_STRUCT_OPS:
 		/* Set by the verifier before it checks calls, since 6.15. */
 		st_ops = prog->aux->st_ops;
-		if (!st_ops || strcmp(st_ops->name, "sched_ext_ops"))
+		if (!st_ops || st_ops->owner ||
+		    strcmp(st_ops->name, "sched_ext_ops"))
 			return -EACCES;
 		break;
 	case BPF_PROG_TYPE_SYSCALL:
