@@ -106,11 +106,18 @@ struct rep_ctx reps[CHAMELEON_MAX_CPUS];
  * kfuncs only record intent under our runqueue lock; the module defers the
  * rest. __weak: without the module they resolve to nothing, and
  * bpf_ksym_exists() lets the verifier drop the calls, so the policy loads
- * and fuses the same.
+ * and fuses the same (as with a module of another ABI: libbpf takes a weak
+ * kfunc whose prototype differs for an absent one). The last argument of
+ * lend, reclaim and speed is proxy_gen, the owner generation of the agent's
+ * CLAIM, made before we were loaded: the module refuses the calls (-ENODEV)
+ * once that ownership has ended, whoever owns the module then.
  */
-extern int chameleon_proxy_lend(s32 cpu, s32 rep) __ksym __weak;
-extern int chameleon_proxy_reclaim(s32 cpu) __ksym __weak;
-extern int chameleon_proxy_speed(s32 cpu, u32 level) __ksym __weak;
+extern int chameleon_proxy_lend(s32 cpu, s32 rep, u64 gen) __ksym __weak;
+extern int chameleon_proxy_reclaim(s32 cpu, u64 gen) __ksym __weak;
+extern int chameleon_proxy_speed(s32 cpu, u32 level, u64 gen) __ksym __weak;
+
+/* Set by the agent before the load; .rodata: frozen once loaded. */
+const volatile u64 proxy_gen;
 extern u32 chameleon_proxy_abi(void) __ksym __weak;
 
 /* The module's kfuncs are there and speak our ABI (set by chameleon_init). */
@@ -126,13 +133,13 @@ void proxy_check_abi(void)
 static void proxy_lend(s32 cpu, s32 rep)
 {
 	if (proxy_on && bpf_ksym_exists(chameleon_proxy_lend))
-		chameleon_proxy_lend(cpu, rep);
+		chameleon_proxy_lend(cpu, rep, proxy_gen);
 }
 
 int proxy_reclaim(s32 cpu)
 {
 	if (proxy_on && bpf_ksym_exists(chameleon_proxy_reclaim))
-		chameleon_proxy_reclaim(cpu);
+		chameleon_proxy_reclaim(cpu, proxy_gen);
 	return 0;
 }
 
@@ -142,7 +149,7 @@ static void proxy_speed(s32 rep, u32 nr_cpus)
 	u32 level = nr_cpus >= 4 ? 2 : nr_cpus >= 2 ? 1 : 0;
 
 	if (proxy_on && bpf_ksym_exists(chameleon_proxy_speed))
-		chameleon_proxy_speed(rep, level);
+		chameleon_proxy_speed(rep, level, proxy_gen);
 }
 
 /* Copy @p's assignment, read once: the agent may change it at any time. */

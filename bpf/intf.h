@@ -34,7 +34,7 @@ enum chameleon_consts {
 	 * CHAMELEON_PROXY_ABI_VERSION of kmod_proxy/chameleon_proxy.h, which the
 	 * policy cannot include (a host test keeps the two equal).
 	 */
-	CHAMELEON_PROXY_ABI	= 3,
+	CHAMELEON_PROXY_ABI	= 4,
 };
 
 /* Argument of the chameleon_park syscall program (park.bpf.h). */

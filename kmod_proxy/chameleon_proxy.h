@@ -27,7 +27,15 @@
  * cancelled, CPUs it took offline come back online, every lend ends, every
  * moved IRQ gets its affinity back and the emulation stops. Only the owner's
  * process may load a BPF program calling the chameleon_proxy_* kfuncs, and
- * lends are refused while the module has no owner.
+ * such a program's lend, reclaim and speed calls are refused (-ENODEV) once
+ * the owner it was loaded under is gone, even after another file claimed
+ * the module.
+ *
+ * ABI 4: each ownership has a generation, never 0 and never the same twice,
+ * which CLAIM returns; chameleon_proxy_lend(), _reclaim() and _speed() take
+ * it as their last argument and do nothing unless it is the current owner's.
+ * The owner's programs carry the one of the CLAIM made before they were
+ * loaded, as a constant (.rodata, frozen at load).
  */
 #ifndef _UAPI_CHAMELEON_PROXY_H
 #define _UAPI_CHAMELEON_PROXY_H
@@ -36,7 +44,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define CHAMELEON_PROXY_ABI_VERSION	3
+#define CHAMELEON_PROXY_ABI_VERSION	4
 
 /* INFO.features */
 #define CHAMELEON_PROXY_F_KFUNCS	_BITULL(0)	/* chameleon_proxy_* kfuncs */
@@ -125,7 +133,8 @@ struct chameleon_proxy_claim {
 	__u64 found;		/* out: CHAMELEON_PROXY_FOUND_* */
 	__u32 nr_offlined;	/* out: CPUs brought back online */
 	__u32 nr_irqs;		/* out: IRQs given their affinity back */
-	__u64 reserved[4];	/* in: 0 */
+	__u64 generation;	/* out: this ownership's, for the kfuncs */
+	__u64 reserved[3];	/* in: 0 */
 };
 
 struct chameleon_proxy_cpu_stats {

@@ -29,7 +29,7 @@ static inline bool chp_cpu_valid(s32 cpu)
 
 /* owner.c: the state belongs to the file that made it */
 bool chp_owner_is_current(void);
-bool chp_owned(void);
+bool chp_owner_admits(u64 gen);
 int chp_own_locked(struct file *file);
 void chp_release(struct file *file);
 long chp_claim(struct file *file, struct chameleon_proxy_claim *arg);
@@ -41,8 +41,8 @@ void chp_owner_exit(void);
 int chp_proxy_init(void);
 void chp_proxy_quiesce(void);
 void chp_proxy_exit(void);
-int chp_proxy_lend(s32 cpu, s32 rep);
-int chp_proxy_reclaim(s32 cpu);
+int chp_proxy_lend(s32 cpu, s32 rep, u64 gen);
+int chp_proxy_reclaim(s32 cpu, u64 gen);
 int chp_fast_cpu(void);
 void chp_proxy_request_reconcile(void);
 void chp_proxy_reconcile(void);

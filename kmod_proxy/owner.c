@@ -13,9 +13,22 @@
  * RESET while there was none (so a one-shot tool needs no CLAIM). A mutating
  * ioctl from another file fails with -EACCES once its argument is checked.
  * The owner's process (its thread group) is also the only one whose BPF
- * programs may call the kfuncs (kfuncs.c), and no CPU may be lent while there
- * is no owner: a scheduler outliving its agent for the few hundred
- * milliseconds the kernel takes to unload it cannot lend anything new.
+ * programs may call the kfuncs (kfuncs.c), and a program's calls change
+ * nothing once the owner it was loaded under is gone, whether another file
+ * has claimed the module since or not: a scheduler outliving its agent for
+ * the few hundred milliseconds the kernel takes to unload it, or a program
+ * pinned in bpffs, cannot lend anything under the next owner.
+ *
+ * Generations: each ownership has one, the boot time (ns) at which it began,
+ * made strictly greater than every earlier one (so never 0 and never the same
+ * twice, across module reloads too). CLAIM returns it, and the owner's
+ * programs pass it to every kfunc that changes the state, from a constant
+ * set before they were loaded: a program that outlives its owner keeps
+ * passing that owner's, which the kfuncs refuse (chp_owner_admits()). The
+ * kfuncs do not ask the verifier which program calls them instead (an
+ * argument named "...__prog" or typed struct bpf_prog_aux *, which it fills
+ * in with the caller's bpf_prog_aux): for a module's kfunc that arrived as
+ * the caller's on 7.3.4 but NULL on 6.16.12.
  *
  * Release: the critical part is synchronous and short, under chp_lock: the
  * owner goes, parks not done yet are cancelled, every lend ends, the emulation
@@ -57,6 +70,9 @@ DEFINE_MUTEX(chp_lock);
 
 static struct file *chp_owner;		/* under chp_lock */
 static struct pid *chp_owner_tgid;	/* under chp_lock; READ_ONCE() outside */
+/* The owner's generation, 0 while there is none; as chp_owner_tgid. */
+static u64 chp_owner_gen;
+static u64 chp_last_gen;		/* under chp_lock */
 static u32 chp_releases;		/* under chp_lock */
 static u64 chp_release_ns;		/* ktime of the last release */
 static u64 chp_cleanup_ns;		/* its release to the end of cleanup */
@@ -76,10 +92,14 @@ bool chp_owner_is_current(void)
 	return tgid && tgid == task_tgid(current);
 }
 
-/* The kfuncs, lock-free: lends need a live owner. */
-bool chp_owned(void)
+/*
+ * The kfuncs, lock-free: is @gen, passed by the calling program, the current
+ * owner's generation? Never while there is no owner. See "Generations" at
+ * the top.
+ */
+bool chp_owner_admits(u64 gen)
 {
-	return READ_ONCE(chp_owner_tgid);
+	return gen && gen == READ_ONCE(chp_owner_gen);
 }
 
 /*
@@ -95,6 +115,9 @@ int chp_own_locked(struct file *file)
 	if (chp_owner)
 		return -EACCES;
 	chp_owner = file;
+	/* A new generation, whatever the clock's resolution. */
+	chp_last_gen = max(ktime_get_boottime_ns(), chp_last_gen + 1);
+	WRITE_ONCE(chp_owner_gen, chp_last_gen);
 	WRITE_ONCE(chp_owner_tgid, get_pid(task_tgid(current)));
 	return 0;
 }
@@ -201,6 +224,8 @@ void chp_release(struct file *file)
 	tgid = chp_owner_tgid;
 	chp_owner = NULL;
 	WRITE_ONCE(chp_owner_tgid, NULL);
+	/* Before the lends end: see chp_proxy_lend(). */
+	WRITE_ONCE(chp_owner_gen, 0);
 	chp_releases++;
 	chp_undo_locked(&chp_left);
 	queue_work(chp_wq, &chp_cleanup_work);
@@ -211,14 +236,16 @@ void chp_release(struct file *file)
 long chp_claim(struct file *file, struct chameleon_proxy_claim *arg)
 {
 	struct chameleon_proxy_claim found = {};
+	u64 gen;
 	int ret;
 
 	if (arg->flags || memchr_inv(arg->reserved, 0, sizeof(arg->reserved)))
 		return -EINVAL;
 	mutex_lock(&chp_lock);
 	if (chp_owner == file) {
-		mutex_unlock(&chp_lock);
 		memset(arg, 0, sizeof(*arg));
+		arg->generation = chp_owner_gen;
+		mutex_unlock(&chp_lock);
 		return 0;
 	}
 	if (chp_owner) {
@@ -235,6 +262,7 @@ long chp_claim(struct file *file, struct chameleon_proxy_claim *arg)
 	mutex_lock(&chp_lock);
 	/* Another file may have taken it meanwhile: busy, as above. */
 	ret = chp_owner && chp_owner != file ? -EBUSY : chp_own_locked(file);
+	gen = chp_owner_gen;
 	if (!ret) {
 		/* Left with no owner: a cleanup step that failed. */
 		found = chp_left;
@@ -254,6 +282,8 @@ long chp_claim(struct file *file, struct chameleon_proxy_claim *arg)
 	arg->found = found.found;
 	arg->nr_offlined = found.nr_offlined;
 	arg->nr_irqs = found.nr_irqs;
+	/* Ours until our release, which the caller cannot race: it holds us. */
+	arg->generation = gen;
 	return 0;
 }
 

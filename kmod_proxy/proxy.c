@@ -233,8 +233,11 @@ void chp_proxy_flush(void)
 	flush_work(&chp_proxy_work);
 }
 
-/* kfunc context: see the top comment. */
-int chp_proxy_lend(s32 cpu, s32 rep)
+/*
+ * kfunc context: see the top comment. @gen: the owner generation the calling
+ * program was loaded under (chp_owner_admits()).
+ */
+int chp_proxy_lend(s32 cpu, s32 rep, u64 gen)
 {
 	u64 now = ktime_get_ns();
 	struct chp_proxy_cpu *pc;
@@ -253,12 +256,14 @@ int chp_proxy_lend(s32 cpu, s32 rep)
 	pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
 	raw_spin_lock_irqsave(&pc->lock, flags);
 	/*
-	 * No owner: its agent is gone, and the scheduler is on its way out.
-	 * Checked under the lock: a release clears the owner and then ends
+	 * Not loaded under the current owner, or no owner: the agent that
+	 * loaded the caller is gone (its scheduler on its way out, or a
+	 * program that outlived it), whoever owns the module now. Checked
+	 * under the lock: a release ends the owner's generation and then ends
 	 * every lend under each CPU's lock, so a lend is either refused here
 	 * or seen and ended there.
 	 */
-	if (!chp_owned()) {
+	if (!chp_owner_admits(gen)) {
 		ret = -ENODEV;
 	} else if (pc->proxied_by >= 0) {
 		ret = -EBUSY;
@@ -311,8 +316,8 @@ static bool chp_end_lend(int cpu, struct chp_proxy_cpu *pc)
 	return seen;
 }
 
-/* kfunc context: see the top comment. */
-int chp_proxy_reclaim(s32 cpu)
+/* kfunc context: see the top comment and chp_proxy_lend(). */
+int chp_proxy_reclaim(s32 cpu, u64 gen)
 {
 	u64 now = ktime_get_ns();
 	struct chp_proxy_cpu *pc;
@@ -326,7 +331,10 @@ int chp_proxy_reclaim(s32 cpu)
 	}
 	pc = per_cpu_ptr(&chp_proxy_cpu, cpu);
 	raw_spin_lock_irqsave(&pc->lock, flags);
-	if (pc->proxied_by < 0) {
+	/* A lend of the current owner's is none of an older program's. */
+	if (!chp_owner_admits(gen)) {
+		ret = -ENODEV;
+	} else if (pc->proxied_by < 0) {
 		ret = -ENOENT;
 	} else {
 		seen = chp_end_lend(cpu, pc);

@@ -393,13 +393,19 @@ impl<'a> Scheduler<'a> {
         // return below leaves nothing parked, lent or emulated. Claimed
         // before the policy loads: the module lets only its owner's process
         // load programs that call its kfuncs. The claim undoes what a
-        // previous owner could not (or what was made with no owner).
+        // previous owner could not (or what was made with no owner). Its
+        // generation goes into the policy's .rodata: the module's kfuncs
+        // act only for programs that pass the current owner's, so a policy
+        // that outlives our ownership (unloading after we died) lends
+        // nothing under the next owner.
         let proxy = crate::module::proxy::Proxy::open()?;
         match (&proxy, opts.emulate) {
             (Some(p), _) => {
-                if let Some(what) = p.claim()?.repaired() {
+                let claimed = p.claim()?;
+                if let Some(what) = claimed.repaired() {
                     warn!("chameleon_proxy: a previous owner went away without undoing its state; the module undid it: {what}");
                 }
+                skel.maps.rodata_data.as_mut().context("no .rodata in BPF object")?.proxy_gen = claimed.generation;
             }
             (None, Some(_)) => bail!("--emulate needs the chameleon_proxy module ({} is missing: insmod chameleon_proxy.ko)", crate::module::proxy::DEVICE),
             (None, None) => {}

@@ -94,6 +94,9 @@ pub struct Claimed {
     pub nr_offlined: u32,
     /// IRQs given their affinity back.
     pub nr_irqs: u32,
+    /// This ownership's generation: the policy passes it to the module's
+    /// kfuncs, which refuse it once the ownership has ended (ABI 4).
+    pub generation: u64,
 }
 
 impl Claimed {
@@ -185,7 +188,7 @@ impl Proxy {
         OWNER_TID.store(unsafe { libc::gettid() }, Ordering::SeqCst);
         OWNED_FD.store(self.dev.as_raw_fd(), Ordering::SeqCst);
         install_panic_hook();
-        Ok(Claimed { found: c.found, nr_offlined: c.nr_offlined, nr_irqs: c.nr_irqs })
+        Ok(Claimed { found: c.found, nr_offlined: c.nr_offlined, nr_irqs: c.nr_irqs, generation: c.generation })
     }
 
     /// Why CLAIM was refused: who owns the module (STATS says, to anyone).

@@ -22,11 +22,12 @@ fn repaired_says_what_claim_found() {
         found: u64::from(uapi::CHAMELEON_PROXY_FOUND_OFFLINED) | u64::from(uapi::CHAMELEON_PROXY_FOUND_IRQS) | u64::from(uapi::CHAMELEON_PROXY_FOUND_EMULATING),
         nr_offlined: 2,
         nr_irqs: 3,
+        generation: 1,
     };
     assert_eq!(c.repaired().unwrap(), "2 CPUs back online, 3 IRQs restored, emulation stopped");
-    let c = Claimed { found: u64::from(uapi::CHAMELEON_PROXY_FOUND_PARKED) | u64::from(uapi::CHAMELEON_PROXY_FOUND_LENT) | 1 << 40, nr_offlined: 0, nr_irqs: 1 };
+    let c = Claimed { found: u64::from(uapi::CHAMELEON_PROXY_FOUND_PARKED) | u64::from(uapi::CHAMELEON_PROXY_FOUND_LENT) | 1 << 40, nr_offlined: 0, nr_irqs: 1, generation: 1 };
     assert_eq!(c.repaired().unwrap(), "parked CPUs unparked, lent CPUs reclaimed, other state 0x10000000000");
-    let c = Claimed { found: u64::from(uapi::CHAMELEON_PROXY_FOUND_IRQS), nr_offlined: 0, nr_irqs: 1 };
+    let c = Claimed { found: u64::from(uapi::CHAMELEON_PROXY_FOUND_IRQS), nr_offlined: 0, nr_irqs: 1, generation: 1 };
     assert_eq!(c.repaired().unwrap(), "1 IRQ restored");
 }
 

@@ -17,6 +17,9 @@
 # - another process owns it (a probe holding its claim): syscall, sched_ext
 #   and tcp_cong refused, also with the device open but not claimed;
 # - the owner gone: refused again;
+# - a program loaded by an owner lends only while that owner holds the
+#   module: run after its owner is gone, and after a new owner claimed,
+#   chameleon_proxy_lend() answers -ENODEV and lends nothing (below);
 # - the agent owns it: its own scheduler binds the kfuncs ("processor
 #   proxies on"), a foreign syscall or sched_ext program is refused.
 # Every case runs and is printed; the test fails at the end, naming each case
@@ -103,6 +106,99 @@ else
 	wrong="$wrong; holder's claim"
 	nwrong=$((nwrong + 1))
 fi
+
+# A program outlives the owner it was loaded under (issue 45): pinned in
+# bpffs here; for the agent's scheduler, the few hundred milliseconds the
+# kernel takes to unload it after its agent died, or a struct_ops link someone
+# keeps. Its kfunc calls must change nothing once another owner claims: the
+# new owner never asked for them, and its release would not expect them. A
+# holder claims and loads a syscall program calling chameleon_proxy_lend(1, 0)
+# and pins it; kfunc_probe --run runs it from here.
+# - while the holder owns the module: lends (positive control: the program
+#   and --run work, and running it from another process is no refusal);
+# - holder gone: -ENODEV (no owner), and the lend it made has ended;
+# - a new owner (a proxy_ctl session that claims): still -ENODEV, the lends
+#   counter unchanged and CPU 1 not lent.
+pin=/sys/fs/bpf/chp_lend
+# lent_to CPU: whom the module says CPU is lent to (-1: nobody).
+lent_to() {
+	proxy_ctl stats | sed -n "s/^cpu=$1 proxied_by=\(-*[0-9]*\) .*/\1/p"
+}
+stat_of() {
+	proxy_ctl stats | sed -n "s/^$1=//p"
+}
+# run WANT CASE: kfunc_probe --run $pin must print "ret WANT".
+run() {
+	ncases=$((ncases + 1))
+	_out=$(kfunc_probe --run "$pin" 2>&1)
+	_rc=$?
+	[ "$_rc" = 0 ] || _out="tool error (exit $_rc): $_out"
+	if [ "$_out" = "ret $1" ]; then
+		ok "$2: $_out"
+		return 0
+	fi
+	echo "   WRONG $2: want 'ret $1', got: $_out"
+	wrong="$wrong; $2"
+	nwrong=$((nwrong + 1))
+	return 1
+}
+# until_ms MS CMD...: CMD succeeds within MS ms (a liveness bound).
+until_ms() {
+	_lim=$1
+	shift
+	_t0=$(now_ms)
+	until "$@"; do
+		[ $(( $(now_ms) - _t0 )) -lt "$_lim" ] || return 1
+		usleep 20000
+	done
+}
+no_owner() { [ "$(stat_of owner_pid)" = 0 ]; }
+has_line() { grep -q "^$1\$" "$2"; }
+
+until_ms 5000 no_owner || fail "the module still has an owner: pid $(stat_of owner_pid)"
+kfunc_probe --claim --hold 600 --pin "$pin" lend 1 0 >/tmp/lender 2>&1 &
+lender=$!
+# CLAIM waits for a previous owner's cleanup: a liveness bound.
+until_ms 30000 has_line loaded /tmp/lender ||
+	fail "the lender did not load its program within 30 s: $(cat /tmp/lender)"
+ok "pid $lender owns the module, its lend program pinned at $pin"
+run 0 "its owner holds the module, lend 1 to 0"
+ncases=$((ncases + 1))
+if [ "$(lent_to 1)" = 0 ]; then
+	ok "CPU 1 lent to 0"
+else
+	echo "   WRONG the lend went nowhere: CPU 1 lent to '$(lent_to 1)'"
+	wrong="$wrong; lend under its owner"
+	nwrong=$((nwrong + 1))
+fi
+kill $lender
+wait $lender 2>/dev/null
+until_ms 5000 no_owner || fail "pid $lender killed, the module still owned by $(stat_of owner_pid)"
+ncases=$((ncases + 1))
+if [ "$(lent_to 1)" = -1 ]; then
+	ok "owner gone: CPU 1 no longer lent"
+else
+	echo "   WRONG owner gone, CPU 1 still lent to '$(lent_to 1)'"
+	wrong="$wrong; lend after its owner's release"
+	nwrong=$((nwrong + 1))
+fi
+run -19 "no owner, the old owner's program"
+pc_open
+pc claim >/dev/null || fail "the session's CLAIM failed"
+lends0=$(stat_of lends)
+ok "pid $PC_PID owns the module (lends so far: $lends0)"
+run -19 "a new owner, the old owner's program"
+lends1=$(stat_of lends) cpu1=$(lent_to 1)
+ncases=$((ncases + 1))
+if [ "$lends1" = "$lends0" ] && [ "$cpu1" = -1 ]; then
+	ok "a new owner: lends still $lends1, CPU 1 not lent"
+else
+	echo "   WRONG a new owner: lends $lends0 -> $lends1, CPU 1 lent to '$cpu1'"
+	wrong="$wrong; the old owner's lend under a new owner"
+	nwrong=$((nwrong + 1))
+fi
+pc_close
+rm -f "$pin"
 
 # The agent owns it (its RESET or CLAIM before the scheduler's load): the
 # policy binds the kfuncs, nobody else may.

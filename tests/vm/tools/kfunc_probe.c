@@ -6,7 +6,8 @@
  * (chameleon_proxy.h): any other program that could call them could lend CPUs
  * and move IRQs behind the agent's back.
  *
- *   kfunc_probe [-v] [--open | --claim] [--hold SECONDS] [PROGRAM]
+ *   kfunc_probe [-v] [--open | --claim] [--hold SECONDS] [--pin PATH] [PROGRAM]
+ *   kfunc_probe --run PATH
  *
  * PROGRAM is the smallest program that calls chameleon_proxy_abi():
  *   syscall      BPF_PROG_TYPE_SYSCALL (sleepable, as libbpf loads the
@@ -16,16 +17,25 @@
  *                struct_ops program that is not a scheduler
  *   socket       BPF_PROG_TYPE_SOCKET_FILTER: a type the module registers
  *                its kfuncs for in no case, refused by the verifier alone
+ * or one that changes the module's state:
+ *   lend CPU REP a syscall program returning chameleon_proxy_lend(CPU, REP,
+ *                GEN), GEN the owner generation our CLAIM answered (ABI 4;
+ *                0 without --claim; an ABI 3 module's kfunc takes two
+ *                arguments and ignores the third register)
  * --open opens /dev/chameleon_proxy first, --claim also makes this file its
  * owner (CLAIM); either way the file stays open until we exit. --hold keeps
  * everything (device, program) for SECONDS before exiting, so that another
  * process can try while we own the module; without PROGRAM it prints
- * "claimed" (or "opened") once it holds the device. -v copies the whole
- * verifier log to stderr.
+ * "claimed" (or "opened") once it holds the device. --pin pins a loaded
+ * program at PATH (in bpffs), where it outlives us and our claim. -v copies
+ * the whole verifier log to stderr.
  *
  * Prints one line: "loaded", or "refused E<NAME> (<errno>)" and, if the
  * verifier logged why, ": <that line>"; exits 0 either way: the verdict is
  * the caller's.
+ * --run runs the syscall program pinned at PATH once (BPF_PROG_RUN), in
+ * this process, which need not own the module, and prints "ret N": its
+ * return value as a signed int (for lend: 0 or -errno).
  * Anything else that goes wrong (no module BTF, a failed CLAIM) is a tool
  * error: a line on stderr and exit 1; bad usage exits 2.
  */
@@ -47,7 +57,8 @@
 #include "chameleon_proxy.h"
 
 #define MODULE_NAME	"chameleon_proxy"
-#define KFUNC_NAME	"chameleon_proxy_abi"
+#define KFUNC_ABI	"chameleon_proxy_abi"
+#define KFUNC_LEND	"chameleon_proxy_lend"
 /* Far more than the verifier says of three instructions: never truncated. */
 #define LOG_SIZE	(1 << 20)
 
@@ -66,7 +77,8 @@ static void die(const char *what, int e)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: kfunc_probe [-v] [--open | --claim] [--hold SECONDS] [syscall|sched_ext|tcp_cong|socket]\n");
+	fprintf(stderr, "usage: kfunc_probe [-v] [--open | --claim] [--hold SECONDS] [--pin PATH] [syscall|sched_ext|tcp_cong|socket|lend CPU REP]\n"
+		"       kfunc_probe --run PATH\n");
 	exit(2);
 }
 
@@ -167,6 +179,9 @@ static const char *last_line(char *log)
 	}
 }
 
+/* The owner generation our CLAIM answered, 0 if none. */
+static __u64 generation;
+
 static int open_device(int claim)
 {
 	struct chameleon_proxy_claim c;
@@ -179,15 +194,56 @@ static int open_device(int claim)
 	memset(&c, 0, sizeof(c));
 	if (ioctl(fd, CHAMELEON_PROXY_IOC_CLAIM, &c))
 		die("CLAIM", errno);
+	generation = c.generation;
 	return fd;
+}
+
+/* A CPU id for the lend program: a non-negative int. */
+static int parse_cpu(const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || !*s || v < 0 || v > INT_MAX)
+		usage();
+	return v;
+}
+
+/* --run: the pinned syscall program, once, without a context. */
+static int run_pinned(const char *path)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, topts);
+	int prog = bpf_obj_get(path);
+
+	if (prog < 0)
+		die(path, errno);
+	if (bpf_prog_test_run_opts(prog, &topts))
+		die("BPF_PROG_RUN", errno);
+	printf("ret %d\n", (int)topts.retval);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	/* call chameleon_proxy_abi; r0 = 0; exit. .off = 1: fd_array[1] */
-	struct bpf_insn insns[] = {
+	/*
+	 * abi: call chameleon_proxy_abi; r0 = 0; exit.
+	 * lend: r1 = CPU; r2 = REP; r3 = GEN (ld_imm64: two instructions);
+	 * call chameleon_proxy_lend; exit.
+	 * .off = 1 in a call: fd_array[1].
+	 */
+	struct bpf_insn abi_insns[] = {
 		{ .code = BPF_JMP | BPF_CALL, .src_reg = BPF_PSEUDO_KFUNC_CALL, .off = 1 },
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	struct bpf_insn lend_insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_2 },
+		{ .code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_3 },
+		{ .imm = 0 },
+		{ .code = BPF_JMP | BPF_CALL, .src_reg = BPF_PSEUDO_KFUNC_CALL, .off = 1 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
 	/*
@@ -197,13 +253,18 @@ int main(int argc, char **argv)
 	int fd_array[2] = { -1, -1 };
 	LIBBPF_OPTS(bpf_prog_load_opts, opts);
 	enum bpf_prog_type type = BPF_PROG_TYPE_UNSPEC;
-	const char *what = NULL, *st_name = NULL;
+	const char *what = NULL, *st_name = NULL, *pin = NULL;
 	int open_dev = 0, claim = 0, verbose = 0, dev = -1, prog, e, i;
+	struct bpf_insn *insns = abi_insns;
+	size_t nr_insns = sizeof(abi_insns) / sizeof(abi_insns[0]);
+	int call = 0, lend = 0;
 	struct btf *vmlinux, *mod;
 	unsigned long hold = 0;
 	char *log, *end;
 	__u32 mod_id;
 
+	if (argc == 3 && !strcmp(argv[1], "--run"))
+		return run_pinned(argv[2]);
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-v")) {
 			verbose = 1;
@@ -211,6 +272,8 @@ int main(int argc, char **argv)
 			open_dev = 1;
 		} else if (!strcmp(argv[i], "--claim")) {
 			claim = 1;
+		} else if (!strcmp(argv[i], "--pin") && i + 1 < argc) {
+			pin = argv[++i];
 		} else if (!strcmp(argv[i], "--hold") && i + 1 < argc) {
 			const char *s = argv[++i];
 
@@ -223,10 +286,20 @@ int main(int argc, char **argv)
 		}
 	}
 	what = i < argc ? argv[i++] : NULL;
+	if (what && !strcmp(what, "lend")) {
+		if (i + 2 > argc)
+			usage();
+		lend = 1;
+		insns = lend_insns;
+		nr_insns = sizeof(lend_insns) / sizeof(lend_insns[0]);
+		insns[0].imm = parse_cpu(argv[i++]);
+		insns[1].imm = parse_cpu(argv[i++]);
+		call = 4;
+	}
 	if (i < argc || (open_dev && claim) || (!what && !hold) ||
-	    (hold && !open_dev && !claim))
+	    (hold && !open_dev && !claim) || (pin && !what))
 		usage();
-	if (what && !strcmp(what, "syscall")) {
+	if (what && (!strcmp(what, "syscall") || lend)) {
 		type = BPF_PROG_TYPE_SYSCALL;
 		/* The kernel takes syscall programs sleepable only. */
 		opts.prog_flags = BPF_F_SLEEPABLE;
@@ -245,6 +318,10 @@ int main(int argc, char **argv)
 	/* Before the load: the filter looks at who owns the module then. */
 	if (open_dev || claim)
 		dev = open_device(claim);
+	if (lend) {
+		insns[2].imm = (__u32)generation;
+		insns[3].imm = (__u32)(generation >> 32);
+	}
 	if (!what) {
 		printf("%s\n", claim ? "claimed" : "opened");
 		fflush(stdout);
@@ -260,7 +337,7 @@ int main(int argc, char **argv)
 	if (!mod)
 		die("load the module's BTF", errno);
 	/* Split BTF: the module's ids follow vmlinux's, as the kernel numbers them. */
-	insns[0].imm = find_type(mod, KFUNC_NAME, BTF_KIND_FUNC);
+	insns[call].imm = find_type(mod, lend ? KFUNC_LEND : KFUNC_ABI, BTF_KIND_FUNC);
 	if (st_name) {
 		/* init: s32 (void) in sched_ext_ops, void (struct sock *) in tcp's. */
 		opts.attach_btf_id = find_type(vmlinux, st_name, BTF_KIND_STRUCT);
@@ -275,11 +352,12 @@ int main(int argc, char **argv)
 	opts.log_size = LOG_SIZE;
 	opts.log_level = 1;
 	/* Struct_ops and kfunc calls both need a GPL-compatible program. */
-	prog = bpf_prog_load(type, "kfunc_probe", "GPL", insns,
-			     sizeof(insns) / sizeof(insns[0]), &opts);
+	prog = bpf_prog_load(type, "kfunc_probe", "GPL", insns, nr_insns, &opts);
 	if (verbose)
 		fprintf(stderr, "%s", log);
 	if (prog >= 0) {
+		if (pin && bpf_obj_pin(prog, pin))
+			die(pin, errno);
 		printf("loaded\n");
 	} else {
 		const char *why = last_line(log);	/* after -v's copy: it cuts */

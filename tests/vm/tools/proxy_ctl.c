@@ -820,7 +820,7 @@ static struct verdict judge_args(unsigned long cmd, unsigned long arg)
 	case NR_CLAIM: {
 		const struct chameleon_proxy_claim *c = (const void *)b;
 
-		/* found, nr_offlined and nr_irqs are outputs: anything goes in. */
+		/* found, nr_offlined, nr_irqs, generation: outputs, anything goes in. */
 		if (c->flags || nonzero((const void *)c->reserved, sizeof(c->reserved)))
 			fault(&v, X_INVAL, "CLAIM flags or reserved words set");
 		break;
