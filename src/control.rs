@@ -14,7 +14,6 @@
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -164,7 +163,7 @@ impl InstanceLock {
     pub fn acquire(socket: &Path) -> Result<InstanceLock> {
         use std::os::unix::fs::OpenOptionsExt;
         let dir = socket.parent().unwrap_or(Path::new("/"));
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        private_dir(dir)?;
         let path = dir.join("agent.lock");
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -254,11 +253,65 @@ fn serve_one(mut stream: UnixStream, handle: &Handler, subscribers: &Mutex<Vec<U
     }
 }
 
+/// The directory of the control socket and the instance lock. Whoever may
+/// write it may replace the socket with their own (and answer the CLI's
+/// `tag` or `status`) or the lock: it is created mode 0755 if missing
+/// (parents too), and refused unless it is a directory (not a link) owned
+/// by the agent's uid (root) that neither its group nor others may write.
+/// systemd's `RuntimeDirectory=` makes it so.
+pub fn private_dir(dir: &Path) -> Result<()> {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o755).create(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let md = std::fs::symlink_metadata(dir).with_context(|| format!("{}", dir.display()))?;
+    let me = nix::unistd::geteuid().as_raw();
+    if md.file_type().is_symlink() {
+        bail!("{}: a symbolic link; the control socket's directory must be a directory", dir.display());
+    }
+    if !md.is_dir() {
+        bail!("{}: not a directory", dir.display());
+    }
+    if md.uid() != me {
+        bail!("{}: owned by uid {}, not by the agent (uid {me}); the control socket's directory must be the agent's", dir.display(), md.uid());
+    }
+    if md.mode() & 0o022 != 0 {
+        bail!(
+            "{}: writable by its group or others (mode {:04o}); the control socket's directory must be writable by its owner only (chmod go-w, or remove it)",
+            dir.display(),
+            md.mode() & 0o7777
+        );
+    }
+    Ok(())
+}
+
+/// A listening socket at `path`, created mode 0600 (less the umask): the
+/// socket's own inode is fchmod-ed before bind(2), and bind gives the file
+/// it creates that inode's mode, so there is no moment at which the socket
+/// is reachable with a wider mode (as there was between bind and a chmod by
+/// path). Checked after bind all the same.
+fn listen_at(path: &Path) -> Result<UnixListener> {
+        use nix::sys::socket::{bind, listen, socket, AddressFamily, Backlog, SockFlag, SockType, UnixAddr};
+    use nix::sys::stat::{fchmod, Mode};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
+    let io = |e: nix::Error| std::io::Error::from(e);
+    let fd = socket(AddressFamily::Unix, SockType::Stream, SockFlag::SOCK_CLOEXEC, None).map_err(io).context("creating the control socket")?;
+    fchmod(&fd, Mode::from_bits_truncate(0o600)).map_err(io).context("setting the control socket's mode")?;
+    let addr = UnixAddr::new(path).map_err(io).with_context(|| format!("control socket path {}", path.display()))?;
+    bind(fd.as_raw_fd(), &addr).map_err(io).with_context(|| format!("binding {}", path.display()))?;
+    let mode = std::fs::symlink_metadata(path).with_context(|| format!("{}", path.display()))?.mode() & 0o777;
+    if mode & !0o600 != 0 {
+        let _ = std::fs::remove_file(path);
+        bail!("{}: the socket was created mode {mode:04o}, not 0600; removed", path.display());
+    }
+    listen(&fd, Backlog::MAXCONN).map_err(io).with_context(|| format!("listening on {}", path.display()))?;
+    Ok(UnixListener::from(fd))
+}
+
 impl Server {
     pub fn bind(path: &Path) -> Result<Server> {
         use std::os::unix::fs::FileTypeExt;
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            private_dir(dir)?;
         }
         match std::fs::symlink_metadata(path) {
             // A socket left by an agent that died: nobody answers on it.
@@ -271,8 +324,7 @@ impl Server {
             Ok(_) => bail!("{}: exists and is not a socket; not removing it", path.display()),
             Err(_) => {}
         }
-        let listener = UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        let listener = listen_at(path)?;
         listener.set_nonblocking(true)?;
         let ident = ident(path).context("the socket vanished after bind")?;
         Ok(Server { listener, path: path.to_path_buf(), ident, subscribers: Default::default(), acceptor: None, backoffs: Default::default() })

@@ -419,13 +419,15 @@ fn apply_now(socket: &std::path::Path, path: &std::path::Path) -> Result<String>
 
 /// `set`: the properties given on the command line, over the stored ones.
 fn tag_cmd(cgroup: &str, set: impl FnOnce(&mut chameleon::tags::tag::Props), socket: &std::path::Path) -> Result<()> {
-    use chameleon::tags::{store as tag_store, tag};
+    use chameleon::tags::{cgroup_dir::Tree, store as tag_store, tag};
     require_root("tagging")?;
     let path = tag::cgroup_path(cgroup);
-    tag::cgroup_id(&path)?;
-    tag_store::refuse_root(&path)?;
+    // Opened once, beneath the cgroup mount, without following links: what
+    // is checked here is what is written below.
+    let dir = Tree::cgroup()?.resolve(&path)?;
+    tag_store::refuse_root(&dir)?;
     // A damaged stored tag is replaced, from the defaults, by this one.
-    let mut props = tag_store::read(&path).unwrap_or_default().unwrap_or_default();
+    let mut props = tag_store::read(&dir).unwrap_or_default().unwrap_or_default();
     set(&mut props);
     // A level no node can form would never be granted: refuse it now.
     let largest = chameleon::nodes::node::from_topology(&Default::default())?.iter().map(|n| n.slots.len()).max().unwrap_or(0);
@@ -437,16 +439,16 @@ fn tag_cmd(cgroup: &str, set: impl FnOnce(&mut chameleon::tags::tag::Props), soc
             largest.max(1).ilog2()
         );
     }
-    tag_store::write(&path, &props)?;
+    tag_store::write(&dir, &props)?;
     println!("tagged {}: {}; {}", path.display(), props.encode(), apply_now(socket, &path)?);
     Ok(())
 }
 
 fn untag_cmd(cgroup: &str, socket: &std::path::Path) -> Result<()> {
-    use chameleon::tags::{store as tag_store, tag};
+    use chameleon::tags::{cgroup_dir::Tree, store as tag_store, tag};
     require_root("untagging")?;
     let path = tag::cgroup_path(cgroup);
-    if tag_store::remove(&path)? {
+    if tag_store::remove(&Tree::cgroup()?.resolve(&path)?)? {
         println!("untagged {}; {}", path.display(), apply_now(socket, &path)?);
     } else {
         println!("{} had no tag of its own", path.display());

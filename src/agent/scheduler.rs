@@ -345,7 +345,9 @@ impl<'a> Scheduler<'a> {
         // descendants without their own.
         let mut extra = Vec::new();
         for t in &opts.tags {
-            crate::tags::tag::cgroup_id(&t.path)?;
+            // Resolved as `tag` resolves it (beneath the mount, no links);
+            // the root however named (`seq/..`) is refused.
+            crate::tags::store::refuse_root(&crate::tags::cgroup_dir::Tree::cgroup()?.resolve(&t.path)?)?;
             extra.push((t.path.clone(), t.props));
         }
         let nodes = match &opts.node_cpus {

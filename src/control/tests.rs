@@ -221,3 +221,64 @@ fn out_of_fds_child() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn mode_of(p: &Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
+}
+
+/// The socket file is created 0600: checked on the bind step alone, before
+/// anything else could touch the file. (It was bound with the umask's mode,
+/// 0755 under umask 022, 0777 under 0, and chmod-ed by path afterwards.)
+#[test]
+fn the_socket_is_never_reachable_with_a_wider_mode() {
+    let dir = scratch("mode");
+    let path = dir.join("control.sock");
+    let listener = listen_at(&path).unwrap();
+    assert_eq!(mode_of(&path), 0o600, "mode right after bind");
+    drop(listener);
+    std::fs::remove_file(&path).unwrap();
+    let server = Server::bind(&path).unwrap();
+    assert_eq!(mode_of(&path), 0o600);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whoever may write the socket's directory may put their own socket (or
+/// lock) in its place: such a directory is refused, by the server and the
+/// lock alike; a missing one is made 0755.
+#[test]
+fn the_socket_directory_must_be_ours_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("dirs");
+    let made = dir.join("made/deeper");
+    Server::bind(&made.join("control.sock")).unwrap();
+    assert_eq!((mode_of(&dir.join("made")), mode_of(&made)), (0o755, 0o755), "made 0755 whatever the umask");
+
+    let open = dir.join("open");
+    std::fs::create_dir(&open).unwrap();
+    for (mode, why) in [(0o777, "mode 0777"), (0o775, "mode 0775"), (0o1777, "mode 1777")] {
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(mode)).unwrap();
+        let want = format!("{}: writable by its group or others ({why}); the control socket's directory must be writable by its owner only (chmod go-w, or remove it)", open.display());
+        let e = format!("{:#}", Server::bind(&open.join("control.sock")).err().expect("bound in an open directory"));
+        assert_eq!(e, want);
+        let e = format!("{:#}", InstanceLock::acquire(&open.join("control.sock")).err().expect("locked in an open directory"));
+        assert_eq!(e, want);
+        assert!(!open.join("control.sock").exists() && !open.join("agent.lock").exists(), "made something there");
+    }
+
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&made, &link).unwrap();
+    let e = format!("{:#}", Server::bind(&link.join("control.sock")).err().expect("bound through a link"));
+    assert_eq!(e, format!("{}: a symbolic link; the control socket's directory must be a directory", link.display()));
+
+    if nix::unistd::geteuid().is_root() {
+        let theirs = dir.join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(1000), Some(1000)).unwrap();
+        let e = format!("{:#}", Server::bind(&theirs.join("control.sock")).err().expect("bound in another user's directory"));
+        assert_eq!(e, format!("{}: owned by uid 1000, not by the agent (uid 0); the control socket's directory must be the agent's", theirs.display()));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

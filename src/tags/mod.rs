@@ -3,6 +3,7 @@
 //! which one wins (`source`), the rules file (`rules`) and the processes a
 //! rule looks at (`cgroup_procs`).
 
+pub mod cgroup_dir;
 pub mod cgroup_procs;
 pub mod rules;
 pub mod source;

@@ -12,6 +12,24 @@
 //! tax = 1.5
 //! ```
 //!
+//! Rules hold only outside delegated subtrees unless they say `delegated =
+//! true`. A cgroup is delegated when it, or an ancestor below the root, is
+//! owned by a uid other than 0 (or writable by a group other than 0, or by
+//! everyone): systemd's `Delegate=` and every `user@UID.service`. The
+//! delegatee creates and names the cgroups below it and moves its processes
+//! among them, so a path key (`match.unit = "postgres.service"`) would
+//! otherwise let any user claim a rule's level and priority with
+//! `systemd-run --user -u postgres.service` (at
+//! /user.slice/user-1000.slice/user@1000.service/app.slice/postgres.service).
+//! A tag inherited from a cgroup outside the subtree still applies: that is
+//! the administrator's statement about the whole subtree.
+//!
+//! `match.unit` and `match.slice` name the cgroup's own (last) component,
+//! placed as systemd places units: directly in a slice or at the root.
+//! Cgroups below a unit inherit its tag instead of matching themselves, so a
+//! later rule can still name one of them, and a cgroup a service made below
+//! itself is no unit of that name.
+//!
 //! A rule by process (`match.comm`, `match.uid`) holds for a cgroup only when
 //! every process in it matches: one process that joins a cgroup, or renames
 //! itself into a rule's comm, tags nobody else. A comm is the task's own to
@@ -69,6 +87,8 @@ struct RawRule {
     smt: Field,
     #[serde(default)]
     prio: Field,
+    #[serde(default)]
+    delegated: Field,
 }
 
 #[derive(Deserialize)]
@@ -101,6 +121,9 @@ pub struct Facts {
     /// (cgroup_procs::read), so "every comm matches and every uid is U" is
     /// "every process matches both".
     pub uids: Vec<u32>,
+    /// It or an ancestor below the root is delegated (cgroup_dir.rs,
+    /// `Dir::delegation`): only rules with `delegated = true` apply.
+    pub delegated: bool,
 }
 
 /// A glob with the text it came from (for listings and messages).
@@ -136,8 +159,10 @@ pub struct Match {
     /// every cgroup below machine.slice, each on its own).
     pub cgroup_prefix: Option<String>,
     pub cgroup_regex: Option<Regex>,
-    /// A path component (any, not only the last) matching this glob.
+    /// The cgroup's own name matches this glob, and it sits directly in a
+    /// slice or at the root (`systemd_placed`).
     pub unit: Option<Pattern>,
+    /// The same for a slice (a name ending `.slice`).
     pub slice: Option<Pattern>,
     /// Every process in the cgroup has a comm matching this glob. Never
     /// alone (RuleSet::parse): a process may take any comm (prctl
@@ -150,7 +175,7 @@ pub struct Match {
 
 impl Match {
     pub fn matches(&self, f: &Facts) -> bool {
-        let component = |p: &Pattern| f.path.split('/').any(|c| !c.is_empty() && p.is_match(c));
+        let component = |p: &Pattern| systemd_placed(&f.path).is_some_and(|name| p.is_match(name));
         self.cgroup.as_ref().is_none_or(|p| p.is_match(&f.path))
             && self.cgroup_prefix.as_ref().is_none_or(|p| f.path.starts_with(p.as_str()))
             && self.cgroup_regex.as_ref().is_none_or(|r| r.is_match(&f.path))
@@ -179,6 +204,16 @@ impl Match {
     }
 }
 
+/// The last component of `path` if systemd could have placed a unit or a
+/// slice there: directly in a slice, or at the root. Nothing below a unit
+/// (a service's own sub-cgroups, a user manager's tree below
+/// `user@UID.service` outside its slices) qualifies.
+fn systemd_placed(path: &str) -> Option<&str> {
+    let (parent, name) = path.rsplit_once('/')?;
+    let parent_ok = parent.is_empty() || parent.rsplit('/').next().is_some_and(|p| p.ends_with(".slice"));
+    (parent_ok && !name.is_empty()).then_some(name)
+}
+
 /// One rule, validated.
 #[derive(Debug, Clone)]
 pub struct Rule {
@@ -189,6 +224,8 @@ pub struct Rule {
     pub line: usize,
     pub matcher: Match,
     pub props: Props,
+    /// `delegated = true`: it also applies inside delegated subtrees.
+    pub delegated: bool,
     /// Line of `level` (or of the rule, when none is given): where a level no
     /// node can form is reported.
     level_line: usize,
@@ -291,6 +328,17 @@ impl RuleSet {
                     level_line = line_of(text, v.span().start);
                 }
             }
+            let delegated = match &raw.delegated {
+                None => false,
+                Some(v) => match v.get_ref() {
+                    Value::Boolean(b) => *b,
+                    other => bail!(
+                        "{}: rule {label}: delegated: expected true or false (whether the rule applies inside delegated cgroups), got {}",
+                        at(v.span()),
+                        kind(other)
+                    ),
+                },
+            };
             let matcher = match &raw.matcher {
                 Some(m) => {
                     let m_at = at(m.span());
@@ -305,6 +353,14 @@ impl RuleSet {
                             at(comm.span())
                         );
                     }
+                    // Inside a delegated subtree its owner names the cgroups,
+                    // so a path no longer anchors a comm: only a uid does.
+                    if let (Some(comm), None, true) = (&m.get_ref().comm, matcher.uid, delegated) {
+                        bail!(
+                            "{}: rule {label}: match.comm with delegated = true needs match.uid (inside a delegated cgroup its owner names the cgroups, and any process may rename itself)",
+                            at(comm.span())
+                        );
+                    }
                     matcher
                 }
                 None => bail!(
@@ -312,14 +368,24 @@ impl RuleSet {
                     file.display()
                 ),
             };
-            rules.push(Rule { name, index, line, matcher, props, level_line });
+            rules.push(Rule { name, index, line, matcher, props, delegated, level_line });
         }
         Ok(RuleSet { file: file.to_path_buf(), rules })
     }
 
-    /// The first rule whose conditions all hold for the cgroup.
+    /// The first rule whose conditions all hold for the cgroup (inside a
+    /// delegated subtree, among the rules that say `delegated = true`).
     pub fn first_match(&self, f: &Facts) -> Option<&Rule> {
-        self.rules.iter().find(|r| r.matcher.matches(f))
+        self.rules.iter().find(|r| (r.delegated || !f.delegated) && r.matcher.matches(f))
+    }
+
+    /// For a delegated cgroup no rule matched: the first rule that would
+    /// have, were the cgroup not delegated (the agent says so once).
+    pub fn held_back(&self, f: &Facts) -> Option<&Rule> {
+        if !f.delegated || self.first_match(f).is_some() {
+            return None;
+        }
+        self.rules.iter().find(|r| !r.delegated && r.matcher.matches(f))
     }
 
     pub fn needs_procs(&self) -> bool {

@@ -5,12 +5,11 @@
 //! and the tag store. Every error names the field and its allowed range.
 
 use anyhow::{bail, Context, Result};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::bpf_intf::chameleon_consts_CHAMELEON_OBJ_MAX_LEVEL as MAX_LEVEL;
 
-pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+pub use crate::tags::cgroup_dir::{cgroup_id, CGROUP_ROOT};
 /// Tax is fixed point in hundredths: 1 = 0.01, 100 = 1.00, 10000 = 100.
 pub const TAX_ONE: u32 = 100;
 /// `tax=auto`: each task's tax is set from its measured speed-up
@@ -338,21 +337,6 @@ pub fn parse_tag(s: &str) -> Result<Tag> {
         bail!("tag {s:?}: the root cgroup cannot be tagged (every task would inherit it); tag a child cgroup");
     }
     Ok(Tag { path, props })
-}
-
-/// The cgroup id the kernel uses for a cgroup2 directory: its inode number
-/// (what BPF reads as `cgrp->kn->id`). Refuses anything that is not a
-/// cgroup v2 directory, naming what is wrong.
-pub fn cgroup_id(path: &Path) -> Result<u64> {
-    let md = std::fs::metadata(path).with_context(|| format!("cgroup {}: no such cgroup", path.display()))?;
-    if !md.is_dir() {
-        bail!("cgroup {}: not a directory", path.display());
-    }
-    let fs = nix::sys::statfs::statfs(path).map_err(|e| anyhow::anyhow!("cgroup {}: {}", path.display(), std::io::Error::from(e)))?;
-    if fs.filesystem_type() != nix::sys::statfs::CGROUP2_SUPER_MAGIC {
-        bail!("cgroup {}: not on a cgroup v2 mount (cgroup v1 and other filesystems cannot be tagged)", path.display());
-    }
-    Ok(md.ino())
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ fn at(path: &str) -> Facts {
 }
 
 fn with(path: &str, comms: &[&str], uids: &[u32]) -> Facts {
-    Facts { path: path.into(), comms: comms.iter().map(|c| c.to_string()).collect(), uids: uids.to_vec() }
+    Facts { path: path.into(), comms: comms.iter().map(|c| c.to_string()).collect(), uids: uids.to_vec(), delegated: false }
 }
 
 /// The name of the rule matching `f`, if any.
@@ -61,15 +61,110 @@ fn prefix_regex_unit_slice() {
 
     let r = one(r#"match.unit = "postgres.service""#);
     assert!(r.first_match(&at("/system.slice/postgres.service")).is_some());
-    assert!(r.first_match(&at("/db.slice/postgres.service/sub")).is_some(), "any component");
+    assert!(r.first_match(&at("/postgres.service")).is_some(), "in the root slice");
     assert!(r.first_match(&at("/system.slice/postgres.service.d")).is_none());
     let r = one(r#"match.unit = "getty@*.service""#);
     assert!(r.first_match(&at("/system.slice/system-getty.slice/getty@tty1.service")).is_some());
+    assert!(r.first_match(&at("/system.slice/getty@tty1.service/x")).is_none());
 
     let r = one(r#"match.slice = "db.slice""#);
     assert!(r.first_match(&at("/db.slice")).is_some());
-    assert!(r.first_match(&at("/system.slice/db.slice/x.service")).is_some());
+    assert!(r.first_match(&at("/system.slice/db.slice")).is_some());
     assert!(r.first_match(&at("/system.slice/mydb.slice")).is_none());
+}
+
+/// A unit or a slice is the cgroup's own name where systemd places one:
+/// directly in a slice (or at the root). Before, any component matched, so
+/// every cgroup below a unit matched the rule itself (and a later, more
+/// specific rule never got a say), and so did a cgroup that a service made
+/// below itself with a unit's name.
+#[test]
+fn units_and_slices_are_the_cgroups_own_name_as_systemd_places_it() {
+    let r = parse(
+        r#"
+[[rule]]
+name = "pg"
+match.unit = "postgres.service"
+level = 2
+
+[[rule]]
+name = "worker"
+match.cgroup = "/system.slice/postgres.service/worker"
+level = 1
+
+[[rule]]
+name = "db"
+match.slice = "db.slice"
+level = 1
+"#,
+    );
+    assert_eq!(who(&r, &at("/system.slice/postgres.service")).as_deref(), Some("\"pg\""));
+    // Below the unit: not the unit (it inherits), so the later rule names it.
+    assert_eq!(who(&r, &at("/system.slice/postgres.service/worker")).as_deref(), Some("\"worker\""));
+    assert_eq!(who(&r, &at("/system.slice/postgres.service/other")), None);
+    // A service's own sub-cgroup named like a unit is no unit.
+    assert_eq!(who(&r, &at("/system.slice/app.service/postgres.service")), None);
+    // Below a slice: its units inherit the slice's tag, they do not match it.
+    assert_eq!(who(&r, &at("/db.slice/x.service")), None);
+    assert_eq!(who(&r, &at("/db.slice/x.service/db.slice")), None);
+    assert_eq!(who(&r, &at("/a.slice/db.slice")).as_deref(), Some("\"db\""));
+}
+
+fn delegated(path: &str) -> Facts {
+    Facts { delegated: true, ..at(path) }
+}
+
+/// `systemd-run --user -u postgres.service` puts the user's process at
+/// USER_PG below its own user@1000.service (owned by uid 1000, as systemd
+/// delegates it). Before, `match.unit = "postgres.service"` gave it the
+/// system database's level and priority.
+#[test]
+fn rules_hold_in_delegated_cgroups_only_when_they_say_so() {
+    const USER_PG: &str = "/user.slice/user-1000.slice/user@1000.service/app.slice/postgres.service";
+    let r = parse("[[rule]]\nname = \"pg\"\nmatch.unit = \"postgres.service\"\nlevel = 2\nprio = \"high\"\n");
+    assert!(r.first_match(&at("/system.slice/postgres.service")).is_some());
+    assert!(r.first_match(&delegated(USER_PG)).is_none(), "a delegatee named its cgroup after the rule's unit");
+    assert_eq!(r.held_back(&delegated(USER_PG)).map(|r| r.label()).as_deref(), Some("\"pg\""));
+    assert!(r.held_back(&at(USER_PG)).is_none(), "not delegated: nothing held back");
+    assert!(!r.rules[0].delegated);
+    // Every kind of key: the delegatee chooses the paths and the processes.
+    for m in [
+        r#"match.cgroup = "/user.slice/**/postgres.service""#,
+        r#"match.cgroup_prefix = "/user.slice/""#,
+        r#"match.cgroup_regex = "postgres""#,
+        "match.uid = 1000",
+    ] {
+        let r = one(m);
+        let f = Facts { uids: vec![1000], ..delegated(USER_PG.trim_end_matches("/postgres.service")) };
+        let f = if m.contains("postgres") { Facts { path: USER_PG.into(), ..f } } else { f };
+        assert!(r.first_match(&f).is_none(), "{m}");
+        assert!(r.first_match(&Facts { delegated: false, ..f.clone() }).is_some(), "{m}: matches when not delegated");
+    }
+    // Said explicitly: it applies there too.
+    let r = parse("[[rule]]\nname = \"pg\"\nmatch.unit = \"postgres.service\"\ndelegated = true\nlevel = 2\n");
+    assert!(r.rules[0].delegated);
+    assert!(r.first_match(&delegated(USER_PG)).is_some());
+    assert!(r.first_match(&at("/system.slice/postgres.service")).is_some());
+    // The first rule that holds wins, delegated ones skipped.
+    let r = parse(
+        "[[rule]]\nname = \"sys\"\nmatch.unit = \"*.service\"\nlevel = 2\n\n[[rule]]\nname = \"users\"\nmatch.cgroup_prefix = \"/user.slice/\"\ndelegated = true\ntax = 100\n",
+    );
+    assert_eq!(who(&r, &delegated(USER_PG)).as_deref(), Some("\"users\""));
+    assert_eq!(who(&r, &at("/system.slice/x.service")).as_deref(), Some("\"sys\""));
+}
+
+#[test]
+fn delegated_is_validated() {
+    let e = err("[[rule]]\nname = \"x\"\nmatch.unit = \"a.service\"\ndelegated = \"yes\"\n");
+    assert_eq!(e, "rules.toml:4: rule \"x\": delegated: expected true or false (whether the rule applies inside delegated cgroups), got a string");
+    let e = err("[[rule]]\nname = \"x\"\nmatch.unit = \"a.service\"\ndelegated = 1\n");
+    assert!(e.ends_with("got an integer"), "{e}");
+    // A comm anchored by a path no longer holds inside a delegated subtree.
+    let e = err("[[rule]]\nname = \"x\"\nmatch.unit = \"a.service\"\nmatch.comm = \"pg\"\ndelegated = true\n");
+    assert_eq!(e, "rules.toml:4: rule \"x\": match.comm with delegated = true needs match.uid (inside a delegated cgroup its owner names the cgroups, and any process may rename itself)");
+    let r = parse("[[rule]]\nmatch.unit = \"a.service\"\nmatch.comm = \"pg\"\nmatch.uid = 1000\ndelegated = true\n");
+    assert!(r.rules[0].delegated);
+    assert!(!parse("[[rule]]\nmatch.unit = \"a.service\"\ndelegated = false\n").rules[0].delegated);
 }
 
 #[test]
@@ -135,7 +230,8 @@ match.cgroup_prefix = "/"
 smt = "smt"
 "#,
     );
-    assert_eq!(who(&r, &with("/db.slice/pg.service", &["postgres"], &[70])).as_deref(), Some("\"db\""));
+    // Both the slice and the processes hold: the first rule wins.
+    assert_eq!(who(&r, &with("/db.slice", &["postgres"], &[70])).as_deref(), Some("\"db\""));
     let pg = r.first_match(&with("/system.slice/pg.service", &["postgres"], &[70])).unwrap();
     assert_eq!((pg.label().as_str(), pg.index, pg.line), ("#2", 2, 7), "unnamed: its position");
     assert_eq!(pg.props, Props { level: 1, tax: 50, ..Props::default() });

@@ -8,7 +8,9 @@
 # changes, SIGHUP applies the new rules; a bad file on SIGHUP or
 # `reload-rules` is refused with line and field and the rules in force stay
 # (agent still attached); a stored tag on a rule-matched cgroup wins, and
-# untagging gives the cgroup back to its rule.
+# untagging gives the cgroup back to its rule; a rule by unit does not reach
+# into a delegated subtree (a cgroup chown-ed to uid 1000) unless it says
+# delegated = true.
 . /opt/chameleon/guest/lib.sh
 
 RULES=/tmp/rules.toml
@@ -197,6 +199,39 @@ wait_tags "^/sys/fs/cgroup/db1 \(cgroup $id\): v1 level=1 tax=0.25 smt=any \(rul
 	"untagged db1 did not go back to its rule" >/dev/null
 wait_new "DEBUG assign pid=$a .* tax=0.25" 3000 "pid $a not back at the rule's tax"
 ok "untagged: back to the rule ($(tags_line db1))"
+
+# 6. A delegated subtree: the cgroup `systemd-run --user -u pgx.service`
+# gets, below user@1000.service (owned by uid 1000, as systemd delegates
+# it), takes no rule by unit unless the rule says delegated = true. Before,
+# the user's pgx.service matched the system's rule.
+USER_SVC=user.slice/user-1000.slice/user@1000.service
+make_cgroup system.slice/pgx.service
+make_cgroup $USER_SVC/app.slice/pgx.service
+chown 1000:1000 /sys/fs/cgroup/$USER_SVC /sys/fs/cgroup/$USER_SVC/app.slice /sys/fs/cgroup/$USER_SVC/app.slice/pgx.service ||
+	fail "cannot delegate $USER_SVC"
+spin -g /sys/fs/cgroup/$USER_SVC/app.slice/pgx.service $LONG >/dev/null &
+c=$!
+printf '[[rule]]\nname = "pg"\nmatch.unit = "pgx.service"\nlevel = 1\ntax = 0.5\n' >$RULES
+mark
+out=$(scx_chameleon reload-rules) || fail "reload-rules (pgx): $out"
+wait_tags "^/sys/fs/cgroup/system.slice/pgx.service \(cgroup [0-9]*\): v1 level=1 tax=0.50 smt=any \(rule \"pg\"" 3000 \
+	"the system's pgx.service did not take rule \"pg\"" >/dev/null
+wait_new "rule \"pg\" ($RULES:1) does not apply to /sys/fs/cgroup/$USER_SVC/app.slice/pgx.service: it lies in delegated /sys/fs/cgroup/$USER_SVC (owned by uid 1000); add delegated = true" 3000 \
+	"no word of the rule held back from the delegated pgx.service"
+sleep 1.5	# matched again: still untagged
+tags_line $USER_SVC/app.slice/pgx.service && fail "the delegated pgx.service took the system's rule: $(tags_line $USER_SVC/app.slice/pgx.service)"
+grep -q "DEBUG assign pid=$c " "$AGENT_LOG" && fail "pid $c in the delegated pgx.service got an object"
+ok "delegated $USER_SVC/app.slice/pgx.service untagged, pid $c no object; $(grep -m1 -o 'rule "pg" .* does not apply to [^:]*' "$AGENT_LOG")"
+printf '[[rule]]\nname = "pg"\nmatch.unit = "pgx.service"\ndelegated = true\nlevel = 1\ntax = 0.5\n' >$RULES
+mark
+out=$(scx_chameleon reload-rules) || fail "reload-rules (pgx, delegated = true): $out"
+wait_tags "^/sys/fs/cgroup/$USER_SVC/app.slice/pgx.service \(cgroup [0-9]*\): v1 level=1 tax=0.50 smt=any \(rule \"pg\"" 3000 \
+	"delegated = true: the delegated pgx.service did not take the rule" >/dev/null
+wait_new "DEBUG assign pid=$c .* tax=0.50" 4000 "delegated = true: pid $c got no object"
+ok "delegated = true: $(tags_line $USER_SVC/app.slice/pgx.service), pid $c assigned"
+end_tasks $c
+rmdir /sys/fs/cgroup/$USER_SVC/app.slice/pgx.service /sys/fs/cgroup/$USER_SVC/app.slice /sys/fs/cgroup/$USER_SVC \
+	/sys/fs/cgroup/user.slice/user-1000.slice /sys/fs/cgroup/user.slice /sys/fs/cgroup/system.slice/pgx.service /sys/fs/cgroup/system.slice
 
 end_tasks $a $b
 agent_alive || fail "agent died"

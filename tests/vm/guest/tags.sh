@@ -45,7 +45,16 @@ bad 'tax "200"' scx_chameleon tag seq --tax 200
 bad 'tax "abc"' scx_chameleon tag seq --tax abc
 bad 'smt "half": expected uni, smt, kwork or any' scx_chameleon tag seq --smt half
 bad 'cgroup /sys/fs/cgroup/nope: no such cgroup' scx_chameleon tag nope --level 1
-bad 'not on a cgroup v2 mount' scx_chameleon tag /tmp --level 1
+bad 'cgroup /tmp: not under /sys/fs/cgroup' scx_chameleon tag /tmp --level 1
+# Paths are resolved beneath /sys/fs/cgroup without following links: no
+# link, no `..` leads out of it, and the root is the root however named.
+ln -s /sys/fs/cgroup/seq /tmp/seqlink
+bad 'cgroup /tmp/seqlink: not under /sys/fs/cgroup' scx_chameleon tag /tmp/seqlink --level 1
+bad 'cgroup /sys/fs/cgroup/../../tmp: leaves /sys/fs/cgroup' scx_chameleon tag ../../tmp --level 1
+bad 'leaves /sys/fs/cgroup' scx_chameleon untag seq/../..
+bad 'the root cgroup cannot be tagged' scx_chameleon tag seq/.. --level 1
+bad 'the root cgroup cannot be tagged' scx_chameleon --tag seq/..=level:1
+rm /tmp/seqlink
 bad 'needs root' runas 65534 scx_chameleon tag seq --level 2
 bad 'level 3: needs 8 CPUs in one node, the largest node here has 4' scx_chameleon --tag seq=level:3
 bad 'the root cgroup cannot be tagged' scx_chameleon tag /sys/fs/cgroup --level 1
