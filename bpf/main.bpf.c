@@ -420,7 +420,8 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 
 	/*
 	 * A lent CPU runs only the kthreads it serves (processor-proxy work),
-	 * unless its object ends now (a higher class took the representative).
+	 * unless its object ends now (the kernel's ext server asks for it
+	 * under an RT task: lent_split_due()).
 	 */
 	if (kind == CHAMELEON_ROLE_LENT) {
 		if (!lent_split_due(cpu)) {
