@@ -169,8 +169,11 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	cpu = select_idle_near(p, prev_cpu, wake_flags & ~SCX_WAKE_SYNC, &is_idle);
 	/*
 	 * Found idle but not to be used now (a role changed since the
-	 * search, a higher class holds it): its bit back, and another idle
-	 * one. With none, queue there; enqueue moves it where the rule allows.
+	 * search, a higher class holds it, a kthread's search found a lent
+	 * CPU): another idle one. With none, its previous CPU, as when the
+	 * search finds nothing; enqueue moves it where the rule allows. Not
+	 * the refused CPU: a task queued on a lent CPU waits there as a
+	 * waiter of the object, which a kthread's wakeup would then split.
 	 */
 	if (is_idle && !may_run_on(p, cpu, PLACE_PICKED)) {
 		s32 other;
@@ -178,10 +181,12 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		idle_refused(cpu);
 		other = pick_idle(p);
 
-		if (other >= 0)
+		if (other >= 0) {
 			cpu = other;
-		else
+		} else {
+			cpu = prev_cpu;
 			is_idle = false;
+		}
 	}
 	if (is_idle)
 		wake_direct(p, tctx, cpu);

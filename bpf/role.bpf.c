@@ -54,11 +54,10 @@ static void placeable_note(s32 cpu, u32 word)
 	bpf_rcu_read_lock();
 	m = placeable;
 	if (m) {
-		if (kind == CHAMELEON_ROLE_REP || kind == CHAMELEON_ROLE_LENT ||
-		    kind == CHAMELEON_ROLE_PARKED)
-			bpf_cpumask_clear_cpu(cpu, m);
-		else
+		if (chameleon_role_placeable(kind))
 			bpf_cpumask_set_cpu(cpu, m);
+		else
+			bpf_cpumask_clear_cpu(cpu, m);
 	}
 	bpf_rcu_read_unlock();
 }
@@ -100,13 +99,20 @@ bool role_cas(s32 cpu, u32 ev, s32 arg)
 
 /*
  * An idle search handed out @cpu (its idle bit taken) and we do not put the
- * task there: wake it, so that it takes the idle loop again and the kernel
- * sets its bit; without this it idles unseen by later searches until some
- * other event wakes it.
+ * task there. Refused for a moment (a placeable CPU: a race with a role
+ * change, a higher class holding it): wake it, so that it takes the idle
+ * loop again and the kernel sets its bit; without this it idles unseen by
+ * later searches until some other event wakes it. A representative, lent or
+ * parked CPU is refused until its role changes, and the change kicks it
+ * (publish_pending() for a split, park's unpark): woken now it would only
+ * idle again, and under a full load every kthread's whole-machine search
+ * would pull each idle lent CPU out of idle (scale32: lent CPUs idled 8-15 %
+ * of a window their object held them).
  */
 void idle_refused(s32 cpu)
 {
-	kick_cpu(cpu, SCX_KICK_IDLE);
+	if (chameleon_role_placeable(role_kind(cpu)))
+		kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
 /*

@@ -60,6 +60,18 @@ static inline u32 chameleon_role_kind(u32 word)
 	return word & CHAMELEON_ROLE_KIND;
 }
 
+/*
+ * May a CPU of role @kind take any task now? Not a representative (its
+ * owner's), a lent CPU (its object's) nor a parked one: idle searches look
+ * among the others (role.bpf.c, placeable), and a CPU of those three kinds
+ * stays refused until its role changes.
+ */
+static inline int chameleon_role_placeable(u32 kind)
+{
+	return kind != CHAMELEON_ROLE_REP && kind != CHAMELEON_ROLE_LENT &&
+	       kind != CHAMELEON_ROLE_PARKED;
+}
+
 /* The representative a LENT word names, -1 for any other word. */
 static inline s32 chameleon_role_with(u32 word)
 {
