@@ -197,18 +197,18 @@ static bool move_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s32 
  * MOVE_MOVABLE (an online CPU that stopped serving its queue): every movable
  * task; what can run only there stays, for its own dispatch (the global
  * queue would be no better: a CPU consumes it only when its local queue is
- * empty); one the rule lets on no CPU near it now stays for the next pass
- * (its CPU is online and may serve it yet; the objects around it are no
- * reason to end: under a full load each rescue would split one).
- * MOVE_ALL (the CPU is going offline): every task; a movable task the rule
- * lets on no other CPU now (the others all fused, lent, held or draining: a
- * full machine losing a CPU) splits the nearest object it may use
- * (pick_rep_to_split()) and goes to its representative: the dying queue
- * would keep it for good (a CPU between leaving the active mask and
- * ops.cpu_offline waits in synchronize_rcu(), for rcu_preempt, queued
- * there); with no such object it stays for the next pass. What can run only
- * on a dying CPU goes to the kernel's global queue, from which only that
- * CPU can take it. Returns how many it moved.
+ * empty). MOVE_ALL (the CPU is going offline): every task. In both, for a
+ * movable task the rule lets on no other CPU now (the others all fused,
+ * lent, held or draining: a full machine losing a CPU) the nearest object
+ * it may use is split (pick_rep_to_split()) and the task goes to its
+ * representative: the unserved queue would keep it for good. A rescue needs
+ * this as much as a drain: a CPU between leaving the active mask and
+ * ops.cpu_offline is still online to us but never dispatches, and its
+ * hotplug thread waits in synchronize_rcu() for rcu_preempt, queued there
+ * (hotplug_storm@mttcg on 6.16, the other CPUs an object and an offline
+ * one: the kernel's watchdog ejected us when the rescue left it queued).
+ * With no such object it stays for the next pass. What can run only on a dying CPU goes to the kernel's global queue,
+ * from which only that CPU can take it. Returns how many it moved.
  */
 /*
  * Tasks moved by the current move_queue() call. In memory rather than a
@@ -244,7 +244,7 @@ u32 move_queue(s32 cpu, u32 mode)
 			t = bpf_task_from_pid(p->pid);
 			if (t) {
 				to = pick_other(t, cpu);
-				if (to < 0 && mode == MOVE_ALL) {
+				if (to < 0 && mode != MOVE_FORBIDDEN) {
 					to = pick_rep_to_split(t, cpu);
 					if (to >= 0)
 						split(to, CHAMELEON_SPLIT_BOUND);
