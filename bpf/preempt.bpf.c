@@ -304,6 +304,34 @@ bool ext_server_serves(s32 cpu)
 	       !BPF_CORE_READ_BITFIELD(se, dl_throttled);
 }
 
+/*
+ * From dispatch on @cpu while an RT task is queued there and the ext server
+ * is not (as far as we read it) running: the first task of @cpu's queue that
+ * can run nowhere else goes to the local queue; the rest stays, for other
+ * CPUs to take. A pinned task gains nothing by waiting in our queue, and in
+ * the local queue the next to give this CPU to sched_ext finds it without
+ * asking us: the ext server (6.19+) is stopped for good by a pick that
+ * finds nothing, and starts again only when the CPU's sched_ext tasks come
+ * and go, which a pinned task that never ran does not do. Bounded: the
+ * first CHAMELEON_PINNED_SCAN tasks. Returns whether it moved one.
+ */
+#define CHAMELEON_PINNED_SCAN	8
+
+bool dispatch_pinned(s32 cpu)
+{
+	struct task_struct *p;
+	u32 seen = 0;
+
+	bpf_for_each(scx_dsq, p, cpu, 0) {
+		if (++seen > CHAMELEON_PINNED_SCAN)
+			break;
+		if (task_movable(p))
+			continue;
+		return scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0);
+	}
+	return false;
+}
+
 #ifndef SCHED_FIFO
 #define SCHED_FIFO	1
 #define SCHED_RR	2

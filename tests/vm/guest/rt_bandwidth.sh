@@ -46,9 +46,10 @@ check() {
 	[ $(( $3 * 100 )) -ge $(( $4 * 80 )) ] ||
 		{ echo "FAILED ($1): $2 got $3 per mille, < 80 % of EEVDF's $4"; failed="$failed $1"; }
 }
+# (An ejection ends the test at once: the cases after it would fail for it.)
 enabled() {
 	[ "$(state)" = enabled ] && ops_is_chameleon ||
-		{ echo "FAILED ($1): scheduler not enabled: $(state) $(grep -m1 'EXIT:' "$AGENT_LOG")"; failed="$failed $1"; }
+		fail "case $1: scheduler ejected ($(state)): $(grep -m1 'EXIT:' "$AGENT_LOG")"
 }
 
 # case_a SECONDS: P's share of a window of SECONDS - 2 inside the hog's run.
