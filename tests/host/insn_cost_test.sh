@@ -109,7 +109,7 @@ tcheck() {
 		sed 's/^/    /' "$dir/report.md" "$dir/report.err"
 	fi
 }
-tcheck table_per_call_with_pauses "| chameleon | enqueue | 900 (10; 2 pauses) |"
+tcheck table_per_call_with_pauses "| chameleon | enqueue | 900 (10; 2.0 pauses) |"
 tcheck table_per_call "| scx_bpfland | enqueue | 1500 (20) |"
 tcheck table_nested "| chameleon | loop_cb (called back by a helper, inside a callback) | 100 (6) |"
 tcheck table_entry "| chameleon | guard_fn (called by the kernel) | 800 (3) |"
