@@ -27,6 +27,10 @@ groups=${INSN_HB_GROUPS:-$((cpus / 2))}
 [ "$groups" -ge 1 ] || groups=1
 hb_loops=${INSN_HB_LOOPS:-2000}
 pipe_loops=${INSN_PIPE_LOOPS:-20000}
+# Our agent's watchdog at the kernel's longest (lib.sh's 5 s is for tests):
+# 64 vCPUs on 2 host cores with the plugin starve the watchdog's own work
+# (64 vCPUs: "watchdog failed to check in for 5.2s" after the pipe load).
+WATCHDOG_MS=${WATCHDOG_MS:-30000}
 echo "INSN header cpus=$cpus kernel=$(uname -r)"
 # JIT images named in kallsyms, with their addresses shown.
 echo 1 >/proc/sys/net/core/bpf_jit_kallsyms || fail "no bpf_jit_kallsyms"
