@@ -7,6 +7,7 @@
 #   scx_bpfland, scx_lavd and scx_p2dq, built from crates.io inside the root (their bindgen and BPF
 #   code need the trixie clang, as ours does) into the cache, keyed by the
 #   versions and the root. Idempotent; prints the peers' bin directory.
+#   scripts/bench-setup.sh [PEER...]   (PEER: scx_bpfland...: only those built)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/config.sh"
@@ -39,12 +40,22 @@ fi
 
 pkey=$(printf '%s\n' "$ROOT_DIR" "$PEERS" "$(rustc --version)" | sha256sum | cut -c1-16)
 peers=$CACHE_DIR/peers-$pkey
-if [ ! -f "$peers/.complete" ]; then
+# Named peers only (a bench that compares against some of them): each one
+# whose binary is there already is skipped.
+want=$PEERS
+if [ $# -gt 0 ]; then
+	want=
+	for name in "$@"; do
+		p=$(printf '%s\n' $PEERS | grep "^$name@") || { log "unknown peer $name (have: $PEERS)"; exit 2; }
+		[ -x "$peers/bin/$name" ] || want="$want $p"
+	done
+fi
+if [ ! -f "$peers/.complete" ] && [ -n "$want" ]; then
 	cargo_bin=$(dirname "$(command -v cargo)")
 	cargo_home=${CARGO_HOME:-$HOME/.cargo}
 	rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
 	mkdir -p "$peers" "$CACHE_DIR/peers-target"
-	for p in $PEERS; do
+	for p in $want; do
 		log "cargo install $p (from crates.io, inside the root; several minutes)"
 		"$here/in-root" --bind "$peers" --bind "$CACHE_DIR/peers-target" \
 			--bind "$cargo_home" --bind "$rustup_home" --bind "$cargo_bin" \
@@ -58,6 +69,6 @@ if [ ! -f "$peers/.complete" ]; then
 			>>"$CACHE_DIR/peers-build.log" 2>&1 ||
 			{ tail -30 "$CACHE_DIR/peers-build.log" >&2; exit 1; }
 	done
-	touch "$peers/.complete"
+	[ $# -gt 0 ] || touch "$peers/.complete"
 fi
 echo "$peers/bin"
