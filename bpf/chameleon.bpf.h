@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Declarations shared by the policy's compilation units (main.bpf.c holds the
- * ops and the design; each other .bpf.c one concept and the per-CPU state it
- * owns). Units see each other only through what is declared here: globals
- * and maps defined in one unit (extern here), and functions.
+ * Declarations shared by the policy's compilation units. base.bpf.c defines
+ * the state every unit reads (settings, task context, per-CPU state,
+ * counters); each other .bpf.c holds one concept, built on the base and on
+ * the concepts below it, and main.bpf.c the ops and the design. The units
+ * form a stack: a unit calls only units below it (the order of the sections
+ * below, bottom first), and the static inline helpers here read only the
+ * base's state.
  *
  * Functions across units are of two kinds. Global ones (no `static`, not
  * __hidden, scalar or __arg_trusted arguments, scalar result) are verified
@@ -24,7 +27,9 @@
 #include "cpuperf.h"
 #include "role.h"
 
-/* Set by the agent before load (main.bpf.c, exec_object.bpf.c, fast.bpf.c). */
+/* ---- base.bpf.c ---- */
+
+/* Set by the agent before load. */
 extern const volatile u64 slice_ns;
 extern const volatile u32 nr_cpus;	/* possible CPUs, <= CHAMELEON_MAX_CPUS */
 extern const volatile s32 agent_tgid;
@@ -35,8 +40,8 @@ extern const volatile u64 lend_wait_ns;
 extern const volatile u64 wake_gran_ns;
 extern const volatile bool cpuperf_on;
 extern const volatile bool hybrid;
-extern u64 init_at;
-extern u64 tags_gen;
+extern u64 init_at;	/* when chameleon_init ran */
+extern u64 tags_gen;	/* the agent's tag generation (base.bpf.c) */
 
 /*
  * The longest a task waits behind one heavier task on an ordinary queue.
@@ -70,7 +75,7 @@ extern u64 tags_gen;
 /*
  * Per-CPU state, one array per concept, each entry a cache line of its own
  * (no false sharing between CPUs), in .bss so that the agent reads it
- * mmapped. The owner unit is named on each.
+ * mmapped. Defined in base.bpf.c; the unit that writes each is named on it.
  */
 
 /* role.bpf.c: the CPU's role word (role.h), changed only by CAS. */
@@ -178,16 +183,12 @@ extern struct rep_ctx reps[CHAMELEON_MAX_CPUS];
 extern struct chameleon_cpu_stats cpu_stats[CHAMELEON_MAX_CPUS];
 extern struct chameleon_invariants invariants;
 
-/* Counters the agent reads (each defined by the unit named). */
-extern u64 nr_cpu_online_events, nr_cpu_offline_events;	/* main */
-extern u64 nr_events_dropped, nr_demand_dropped;		/* events */
-extern u32 nr_to_drain;						/* hotplug */
-extern u64 nr_rescued;						/* hotplug */
-extern u64 nr_starved;						/* guard */
-extern u64 nr_guard_restarts;					/* guard */
-extern u64 nr_guard_runs;					/* guard */
-extern u32 nr_parked;						/* park */
-extern bool proxy_on;						/* exec_object */
+/* Counters the agent reads that more than one unit touches (base.bpf.c). */
+extern u64 nr_events_dropped, nr_demand_dropped;	/* events */
+extern u64 nr_fast_moves;				/* fast, placement */
+extern u64 nr_starved, nr_guard_restarts;		/* guard */
+extern u32 nr_to_drain;					/* hotplug */
+extern u64 nr_rescued;					/* hotplug */
 
 struct task_ctx {
 	u64	started_at;	/* when it last started running, 0 while it does not */
@@ -233,6 +234,14 @@ struct task_ctx {
 	/* Virtual threads: its place in the queue of each CPU of its object. */
 	u64	vruntimes[CHAMELEON_OBJ_MAX_CPUS];
 };
+
+struct task_ctx *task_ctx(struct task_struct *p) __hidden;
+struct task_ctx *task_ctx_create(struct task_struct *p) __hidden;
+u64 jiffies_to_ns(u64 j) __hidden;
+/* Is @p inside migrate_disable()? */
+bool task_migration_disabled(struct task_struct *p __arg_trusted);
+/* Is @cpu lent as an object's kernel-work context? */
+bool kwork_lent(s32 cpu) __hidden;
 
 /*
  * Index of a per-CPU array. Callers have checked cpu_valid(); the mask makes
@@ -325,8 +334,6 @@ static __always_inline bool is_pcpu_kthread(struct task_struct *p)
 	return (p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1;
 }
 
-/* role.bpf.c: is @p inside migrate_disable()? */
-bool task_migration_disabled(struct task_struct *p __arg_trusted);
 
 /*
  * Could @p run on some other CPU than the one it is on? Not inside
@@ -421,7 +428,6 @@ s32 select_idle_near(struct task_struct *p __arg_trusted, s32 prev_cpu, u64 wake
 		     bool *is_idle) __hidden;
 s32 pick_idle(struct task_struct *p __arg_trusted);
 s32 pick_other(struct task_struct *p __arg_trusted, s32 cpu);
-bool kwork_lent(s32 cpu) __hidden;
 bool cpu_held(s32 cpu) __hidden;
 bool local_handoff(void) __hidden;
 u64 queue_hint_clear(s32 cpu, u64 nr) __hidden;
@@ -499,9 +505,6 @@ void life_enable(struct task_struct *p __arg_trusted, struct task_ctx *tctx) __h
 void life_disable(struct task_struct *p __arg_trusted, struct task_ctx *tctx) __hidden;
 void life_exit(struct task_struct *p __arg_trusted, struct task_ctx *tctx) __hidden;
 
-/* ---- main.bpf.c ---- */
-struct task_ctx *task_ctx(struct task_struct *p) __hidden;
-
 /* ---- queue.bpf.c ---- */
 struct chameleon_steal_order *steal_order(s32 cpu, u32 *nr) __hidden;
 s32 pick_rep_to_split(struct task_struct *p __arg_trusted, s32 cpu) __hidden;
@@ -558,7 +561,6 @@ s32 guard_start(void) __hidden;
 void guard_watch(u64 now) __hidden;
 void guard_soon(void) __hidden;
 bool dispatch_starved(s32 cpu) __hidden;
-u64 jiffies_to_ns(u64 j) __hidden;
 
 /* ---- hotplug.bpf.c ---- */
 void hotplug_cpu_gone(s32 cpu) __hidden;
@@ -609,7 +611,6 @@ bool fast_cpu_idles(struct task_struct *p) __hidden;
 s32 fast_init(void) __hidden;
 void perf_set(s32 cpu, u32 perf) __hidden;
 void perf_update(s32 cpu, u64 now) __hidden;
-extern u64 nr_fast_moves;
 
 /* ---- events.bpf.c ---- */
 /* A task whose DEMAND may have been lost asks again at most this often. */

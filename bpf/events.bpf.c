@@ -16,8 +16,6 @@ struct {
 	__uint(max_entries, CHAMELEON_RINGBUF_SZ);
 } events SEC(".maps");
 
-u64 nr_events_dropped, nr_demand_dropped;
-
 struct chameleon_event *event_reserve(u32 kind, s32 cpu)
 {
 	struct chameleon_event *ev;

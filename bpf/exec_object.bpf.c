@@ -47,10 +47,6 @@
  */
 #include "chameleon.bpf.h"
 
-/* Set by the agent before load. */
-const volatile u64 min_gran_ns = 1000ULL * 1000;
-const volatile u64 lend_wait_ns = 50ULL * 1000 * 1000;
-
 /*
  * Task storage: the agent writes a task's value through a pidfd (the key of
  * a task storage map from user space), so it reaches that task and no other,
@@ -96,7 +92,6 @@ bool has_assignment(struct task_struct *p)
 	return v && READ_ONCE(v->nr_cpus) >= 2;
 }
 
-struct rep_ctx reps[CHAMELEON_MAX_CPUS];
 
 /*
  * The companion module (kmod_proxy/), if it was loaded before the scheduler:

@@ -30,12 +30,9 @@
 
 /* Bit N: CPU N has the top capacity. All zero: not a hybrid machine. */
 const volatile u64 fast_cpu_bits[CHAMELEON_MAX_CPUS / 64];
-const volatile bool hybrid;
 
 /* The same set as a cpumask, for the kernel's idle picker (chameleon_init). */
 private(FAST) struct bpf_cpumask __kptr *fast_mask;
-
-u64 nr_fast_moves;	/* tasks sent from a slow CPU to an idle fast one */
 
 static bool cpu_is_fast(s32 cpu)
 {
@@ -134,11 +131,7 @@ s32 fast_init(void)
 /* How far back a CPU's use is measured. */
 #define CHAMELEON_PERF_WINDOW_NS	(32ULL * 1000 * 1000)
 
-const volatile bool cpuperf_on = true;
-
 u64 nr_cpuperf_sets;	/* targets handed to the kernel */
-
-struct cpu_perf cpu_perfs[CHAMELEON_MAX_CPUS];
 
 void perf_set(s32 cpu, u32 perf)
 {

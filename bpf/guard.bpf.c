@@ -24,8 +24,6 @@
 #define CLOCK_MONOTONIC	1
 #endif
 
-extern unsigned long CONFIG_HZ __kconfig __weak;
-
 struct guard {
 	struct bpf_timer timer;
 };
@@ -37,18 +35,9 @@ struct {
 	__type(value, struct guard);
 } guard_timer SEC(".maps");
 
-u64 nr_starved;		/* tasks served out of vtime order by dispatch_starved */
 u64 guard_ran_at;	/* when guard_fn last ran (guard_watch) */
 u64 guard_period;	/* the period it set then */
 u64 nr_guard_runs;	/* passes over the CPUs */
-u64 nr_guard_restarts;	/* late guards restarted by guard_watch */
-
-u64 jiffies_to_ns(u64 j)
-{
-	u64 hz = CONFIG_HZ ?: 250;
-
-	return j * (1000ULL * 1000 * 1000 / hz);
-}
 
 /*
  * Name a starved tail task of CPU @c's queue. On a lent CPU the lending

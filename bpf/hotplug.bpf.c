@@ -26,12 +26,6 @@
  */
 #include "chameleon.bpf.h"
 
-struct cpu_hotplug cpu_hps[CHAMELEON_MAX_CPUS];
-/* CPUs with drain or dying set. */
-u32 nr_to_drain;
-/* Queues drained because their CPU had stopped dispatching. */
-u64 nr_rescued;
-
 static void drain_done(struct cpu_hotplug *h)
 {
 	if (__sync_bool_compare_and_swap(&h->drain, 1, 0))

@@ -11,8 +11,6 @@
  */
 #include "chameleon.bpf.h"
 
-struct cpu_lend cpu_lends[CHAMELEON_MAX_CPUS];
-
 static u64 pending_word(u32 seq, u32 low)
 {
 	return (u64)seq << 32 | low;
@@ -348,14 +346,6 @@ s32 kwork_sibling(s32 cpu)
 	if (!rc || !cpu_fused(cpu) || !(rc->flags & CHAMELEON_ASSIGN_KWORK) || rc->nr_cpus < 2)
 		return -1;
 	return rc->cpus[1];
-}
-
-/* Is @cpu lent as an object's kernel-work context? */
-bool kwork_lent(s32 cpu)
-{
-	s32 rep = cpu_valid(cpu) ? lent_to(cpu) : -1;
-
-	return cpu_valid(rep) && (reps[CPU_IDX(rep)].flags & CHAMELEON_ASSIGN_KWORK);
 }
 
 /* A lent CPU dispatches the first task in its queue it runs (lent_cpu_runs()). */

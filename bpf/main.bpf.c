@@ -68,37 +68,9 @@
 
 char _license[] SEC("license") = "GPL";
 
-/* Set by the agent before load. */
-const volatile u64 slice_ns = 5ULL * 1000 * 1000;
-const volatile u32 nr_cpus = 1;	/* possible CPUs, <= CHAMELEON_MAX_CPUS */
-const volatile s32 agent_tgid;	/* the agent's own threads are not load */
-const volatile u64 run_id;	/* --run-id, for the exit dump */
-/* Test only: scx_bpf_error() this long after init (guard.bpf.c; 0: never). */
-const volatile u64 test_error_after_ns;
-u64 init_at;
-
 UEI_DEFINE(uei);
 
-struct chameleon_cpu_stats cpu_stats[CHAMELEON_MAX_CPUS];
 u64 nr_cpu_online_events, nr_cpu_offline_events;
-/*
- * Bumped by the agent after it rewrote tags at run time: each task compares
- * it with its own copy when it becomes runnable or is enqueued, and re-reads
- * its tag if stale.
- */
-u64 tags_gen;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct task_ctx);
-} task_ctxs SEC(".maps");
-
-struct task_ctx *task_ctx(struct task_struct *p)
-{
-	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
-}
 
 /*
  * @cpu is the CPU we run on and a task (not its idle loop) runs there: it
@@ -620,7 +592,7 @@ s32 BPF_STRUCT_OPS(chameleon_init_task, struct task_struct *p,
 {
 	struct task_ctx *tctx;
 
-	tctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	tctx = task_ctx_create(p);
 	if (!tctx)
 		return -ENOMEM;
 	/* The cgroup it joins: its cpu.weight (enable() keeps it). */

@@ -7,8 +7,6 @@
  */
 #include "chameleon.bpf.h"
 
-struct cpu_release cpu_releases[CHAMELEON_MAX_CPUS];
-
 u64 released_at(s32 cpu)
 {
 	return cpu_valid(cpu) ? READ_ONCE(cpu_releases[CPU_IDX(cpu)].released_at) : 0;

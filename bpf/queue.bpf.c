@@ -8,12 +8,6 @@
  */
 #include "chameleon.bpf.h"
 
-/* Wakeup preemption's granularity (--wake-gran-us; 0: off). */
-const volatile u64 wake_gran_ns = 1000ULL * 1000;
-
-struct cpu_run cpu_runs[CHAMELEON_MAX_CPUS];
-struct cpu_queue cpu_queues[CHAMELEON_MAX_CPUS];
-
 /* Each CPU's steal order (intf.h), filled by the agent; sized to nr_cpus at load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -31,9 +31,6 @@
  */
 #include "chameleon.bpf.h"
 
-struct cpu_role cpu_roles[CHAMELEON_MAX_CPUS];
-struct chameleon_invariants invariants;
-
 /*
  * The CPUs whose role lets anyone run there (NATIVE, FUSING, SPLITTING):
  * where an idle search for a task looks (pick_idle(), select_cpu). The
@@ -165,27 +162,6 @@ s32 select_idle_near(struct task_struct *p __arg_trusted, s32 prev_cpu, u64 wake
 		return cpu >= 0 ? cpu : prev_cpu;
 	}
 	return scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, is_idle);
-}
-
-/*
- * Is @p inside migrate_disable()? As common.bpf.h's is_migration_disabled(),
- * but the one ambiguous case (a count of 1 on the current task, which the BPF
- * prolog may have taken) is settled by the prolog probe run at attach
- * (scx_lib_init_probe), never by CONFIG_PREEMPT_RCU: where libbpf cannot read
- * the kernel's config that reads as 0, and every task being put would count
- * as pinned (7.0.13 in the VM, whose config Debian no longer ships). Global:
- * verified once, not at each of its inlined callers' sites.
- */
-bool task_migration_disabled(struct task_struct *p __arg_trusted)
-{
-	u32 md;
-
-	if (!bpf_core_field_exists(p->migration_disabled))
-		return false;
-	md = p->migration_disabled;
-	if (md == 1 && __scx_prolog_disables_migration)
-		return bpf_get_current_task_btf() != p;
-	return md;
 }
 
 /*
