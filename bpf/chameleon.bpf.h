@@ -421,19 +421,6 @@ static __always_inline bool cpu_fused(s32 cpu)
 	return cpu_valid(cpu) && role_kind(cpu) == CHAMELEON_ROLE_REP;
 }
 
-bool role_cas(s32 cpu, u32 ev, s32 arg);
-s32 roles_init(void) __hidden;
-void idle_refused(s32 cpu) __hidden;
-s32 select_idle_near(struct task_struct *p __arg_trusted, s32 prev_cpu, u64 wake_flags,
-		     bool *is_idle) __hidden;
-s32 pick_idle(struct task_struct *p __arg_trusted);
-s32 pick_other(struct task_struct *p __arg_trusted, s32 cpu);
-bool cpu_held(s32 cpu) __hidden;
-bool local_handoff(void) __hidden;
-u64 queue_hint_clear(s32 cpu, u64 nr) __hidden;
-void handoff(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags) __hidden;
-void direct(struct task_struct *p, struct task_ctx *tctx) __hidden;
-
 /*
  * Who lent @cpu runs: per-CPU kthreads bound to it (work a processor proxy
  * would take over), and any kthread on a kernel-work context; the rest waits
@@ -444,43 +431,6 @@ void direct(struct task_struct *p, struct task_ctx *tctx) __hidden;
 static __always_inline bool lent_cpu_runs(s32 cpu, struct task_struct *p)
 {
 	return is_pcpu_kthread(p) || ((p->flags & PF_KTHREAD) && kwork_lent(cpu));
-}
-
-/* Why a task is placed, for may_run_on(): the rules differ only by that. */
-enum chameleon_place {
-	PLACE_NEW	= 0,	/* a CPU to put it on now (idle search, a move) */
-	PLACE_STAY	= 1,	/* the CPU it is queued on keeps it */
-	PLACE_PICKED	= 2,	/* PLACE_NEW, for a CPU an idle search of its cpus_ptr gave */
-};
-
-/*
- * The one placement rule: may @p run on @cpu now (@why: enum
- * chameleon_place)? role.bpf.c says who each role runs.
- */
-static __always_inline bool may_run_on(struct task_struct *p, s32 cpu, u32 why)
-{
-	if (!cpu_valid(cpu))
-		return false;
-	/*
-	 * An idle search of p->cpus_ptr gives only CPUs in it, and a task
-	 * allowed on every possible CPU may run on any: no kfunc call for
-	 * either (most tasks are the second).
-	 */
-	if (why != PLACE_PICKED && p->nr_cpus_allowed < nr_cpus &&
-	    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
-		return false;
-	if (why != PLACE_STAY && (!cpu_online(cpu) || cpu_held(cpu) ||
-				 READ_ONCE(cpu_hps[CPU_IDX(cpu)].drain)))
-		return false;
-	switch (role_kind(cpu)) {
-	case CHAMELEON_ROLE_REP:
-		return is_pcpu_kthread(p) || READ_ONCE(reps[CPU_IDX(cpu)].owner) == p->pid;
-	case CHAMELEON_ROLE_LENT:
-		return lent_cpu_runs(cpu, p);
-	case CHAMELEON_ROLE_PARKED:
-		return !task_movable(p);
-	}
-	return true;
 }
 
 /*
@@ -500,25 +450,78 @@ static __always_inline void task_vtime_set(struct task_struct *p, struct task_ct
 	tctx->vtime_owed = 0;
 }
 
-/* ---- task_life.bpf.c ---- */
-void life_enable(struct task_struct *p __arg_trusted, struct task_ctx *tctx) __hidden;
-void life_disable(struct task_struct *p __arg_trusted, struct task_ctx *tctx) __hidden;
-void life_exit(struct task_struct *p __arg_trusted, struct task_ctx *tctx) __hidden;
+/*
+ * The concept units, bottom first: each calls only units listed before it.
+ * An inline helper that calls a concept unit lives in that unit's own
+ * header (role.bpf.h, weight.bpf.h), included by the units above it.
+ */
 
-/* ---- queue.bpf.c ---- */
-struct chameleon_steal_order *steal_order(s32 cpu, u32 *nr) __hidden;
-s32 pick_rep_to_split(struct task_struct *p __arg_trusted, s32 cpu) __hidden;
-void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu) __hidden;
-u64 queue_vtime(s32 cpu, u64 vtime) __hidden;
-void repay_resume_lag(struct task_struct *p, struct task_ctx *tctx) __hidden;
-int steal(s32 cpu);
-int balance_pull(s32 cpu, u64 mine);
-bool keep_prev(s32 cpu, struct task_struct *prev __arg_trusted __arg_nullable, bool held) __hidden;
-bool owner_next(s32 cpu, u64 vtime) __hidden;
-bool renew(struct task_struct *p __arg_trusted, s32 cpu) __hidden;
-bool wake_preempts(s32 cpu, u64 vtime) __hidden;
+/* ---- events.bpf.c: the ring buffer to the agent ---- */
+/* A task whose DEMAND may have been lost asks again at most this often. */
+#define CHAMELEON_REDEMAND_NS	(20ULL * 1000 * 1000)
+struct chameleon_event *event_reserve(u32 kind, s32 cpu) __hidden;
+void event_submit(struct chameleon_event *ev, bool urgent) __hidden;
+void emit(u32 kind, s32 cpu, struct task_struct *p, bool urgent) __hidden;
+void emit_demand(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 cgid,
+		 u32 level) __hidden;
+void emit_exit(struct task_struct *p, s32 cpu, u64 run_ns, u64 fused_ns) __hidden;
+bool demand_lost(struct task_ctx *tctx) __hidden;
+void events_wake_agent(void) __hidden;
 
-/* ---- exec_object.bpf.c ---- */
+/* ---- weight.bpf.c: nice and cgroup cpu.weight (run_weight(): weight.bpf.h) ---- */
+u64 weight_cgroup_id(struct cgroup *cgrp) __hidden;
+void cg_count(struct task_ctx *tctx, bool on) __hidden;
+u64 task_weight(struct task_struct *p, struct task_ctx *tctx) __hidden;
+void cg_weight_init(struct cgroup *cgrp, u32 weight) __hidden;
+void cg_weight_set(struct cgroup *cgrp, u32 weight) __hidden;
+void cg_weight_move(struct task_struct *p, struct cgroup *to) __hidden;
+void cg_weight_exit(u64 cgid) __hidden;
+
+/* ---- preempt.bpf.c: a higher class holds the CPU ---- */
+bool cpu_held(s32 cpu) __hidden;
+int kthread_holds(s32 cpu);
+u64 resume_vtime(s32 cpu, u64 vtime);
+bool preempt_release(s32 cpu, struct task_struct *next) __hidden;
+bool preempt_split_due(s32 cpu) __hidden;
+void preempt_acquire(s32 cpu) __hidden;
+u64 released_at(s32 cpu) __hidden;
+bool higher_class_waits(s32 cpu) __hidden;
+bool ext_server_serves(s32 cpu) __hidden;
+bool dispatch_pinned(s32 cpu) __hidden;
+bool rt_held_long(s32 cpu, u64 now) __hidden;
+
+/* ---- role.bpf.c: role changes and idle searches (the rule: role.bpf.h) ---- */
+bool role_cas(s32 cpu, u32 ev, s32 arg);
+s32 roles_init(void) __hidden;
+void idle_refused(s32 cpu) __hidden;
+s32 select_idle_near(struct task_struct *p __arg_trusted, s32 prev_cpu, u64 wake_flags,
+		     bool *is_idle) __hidden;
+s32 pick_idle(struct task_struct *p __arg_trusted);
+bool local_handoff(void) __hidden;
+void direct(struct task_struct *p, struct task_ctx *tctx) __hidden;
+
+/* ---- lend.bpf.c: lent CPUs and the numbered decisions ---- */
+int obj_pos(struct rep_ctx *rc, s32 cpu) __hidden;
+int dispatch_lent(s32 cpu);
+s32 kwork_sibling(s32 cpu) __hidden;
+void pending_dispatched(s32 cpu, u64 t0, bool dispatched) __hidden;
+void pending_switched(s32 cpu, bool stopping) __hidden;
+void lend_owed_served(s32 cpu, struct task_struct *p) __hidden;
+int lend_due(s32 rep, u64 now, u64 bound_ns);
+int waiter_due(s32 rep, struct task_ctx *owner, u64 now);
+u32 begin_decision(s32 rep, u64 now);
+int publish_pending(s32 rep, u32 pending, u64 kick_flags, u32 seq);
+int emit_object(s32 rep, u64 latency, u32 flags, u32 seq);
+
+/* ---- fast.bpf.c: hybrid CPUs and performance targets ---- */
+bool wants_fast(struct task_struct *p, s32 cpu) __hidden;
+s32 pick_idle_fast(struct task_struct *p __arg_trusted);
+bool fast_cpu_idles(struct task_struct *p) __hidden;
+s32 fast_init(void) __hidden;
+void perf_set(s32 cpu, u32 perf) __hidden;
+void perf_update(s32 cpu, u64 now) __hidden;
+
+/* ---- exec_object.bpf.c: fuse, tax, split ---- */
 int split(s32 rep, u32 reason);
 void split_owned(struct task_ctx *tctx, s32 pid, u32 reason) __hidden;
 bool assignment_of(struct task_struct *p, struct chameleon_assignment *a) __hidden;
@@ -531,36 +534,46 @@ int try_fuse(struct task_struct *p __arg_trusted, struct task_ctx *tctx,
 int object_tick(struct task_struct *p __arg_trusted, s32 cpu);
 int place_vthreads(struct task_ctx *tctx, struct chameleon_assignment *a);
 int charge_tax(struct task_struct *p __arg_trusted, struct task_ctx *tctx, s32 cpu, u64 now);
+int waiter_on_lent(s32 cpu, struct task_struct *waiter __arg_trusted);
+bool lent_split_due(s32 cpu) __hidden;
 void proxy_check_abi(void) __hidden;
 int proxy_reclaim(s32 cpu);
 
-/* ---- lend.bpf.c ---- */
-int waiter_on_lent(s32 cpu, struct task_struct *waiter __arg_trusted);
-int dispatch_lent(s32 cpu);
-s32 kwork_sibling(s32 cpu) __hidden;
-void pending_dispatched(s32 cpu, u64 t0, bool dispatched) __hidden;
-void pending_switched(s32 cpu, bool stopping) __hidden;
-void lend_owed_served(s32 cpu, struct task_struct *p) __hidden;
-int lend_due(s32 rep, u64 now, u64 bound_ns);
-int waiter_due(s32 rep, struct task_ctx *owner, u64 now);
-u32 begin_decision(s32 rep, u64 now);
-int publish_pending(s32 rep, u32 pending, u64 kick_flags, u32 seq);
-int emit_object(s32 rep, u64 latency, u32 flags, u32 seq);
+/* ---- queue.bpf.c: per-CPU vtime queues ---- */
+struct chameleon_steal_order *steal_order(s32 cpu, u32 *nr) __hidden;
+void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu) __hidden;
+u64 queue_vtime(s32 cpu, u64 vtime) __hidden;
+void repay_resume_lag(struct task_struct *p, struct task_ctx *tctx) __hidden;
+u64 queue_hint_clear(s32 cpu, u64 nr) __hidden;
+int steal(s32 cpu);
+int balance_pull(s32 cpu, u64 mine);
+bool keep_prev(s32 cpu, struct task_struct *prev __arg_trusted __arg_nullable, bool held) __hidden;
+bool owner_next(s32 cpu, u64 vtime) __hidden;
+bool renew(struct task_struct *p __arg_trusted, s32 cpu) __hidden;
+bool wake_preempts(s32 cpu, u64 vtime) __hidden;
 
-/* ---- guard.bpf.c ---- */
+/* ---- wake.bpf.c: tags, a task's wake and sleep ---- */
+void tag_check(struct task_struct *p, struct task_ctx *tctx) __hidden;
+void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx) __hidden;
+void count_untagged(struct task_struct *p, struct task_ctx *tctx, bool add) __hidden;
+void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu) __hidden;
+u32 tag_level(u64 cgid) __hidden;
+void tag_inherit(u64 cgid, u64 parent) __hidden;
+void tag_drop(u64 cgid) __hidden;
+
+/* ---- place.bpf.c: where a task goes ---- */
+s32 pick_rep_to_split(struct task_struct *p __arg_trusted, s32 cpu) __hidden;
+s32 pick_other(struct task_struct *p __arg_trusted, s32 cpu);
+void handoff(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags) __hidden;
+
+/* ---- drain.bpf.c: moving a queue's tasks out ---- */
 enum chameleon_move {
 	MOVE_FORBIDDEN	= 0,	/* tasks the CPU's role does not let run there */
 	MOVE_MOVABLE	= 1,	/* every task that may run elsewhere (the CPU does not serve its queue) */
 	MOVE_ALL	= 2,	/* every task; the rest to the global queue (the CPU is going away) */
 };
 u32 move_queue(s32 cpu, u32 mode);
-int guard_queue(s32 cpu, u64 now);
-int guard_object(s32 cpu, u64 now);
-int starve_check(s32 cpu, u64 now, u64 now_j);
-s32 guard_start(void) __hidden;
-void guard_watch(u64 now) __hidden;
-void guard_soon(void) __hidden;
-bool dispatch_starved(s32 cpu) __hidden;
+u32 move_queue_pinned(void) __hidden;
 
 /* ---- hotplug.bpf.c ---- */
 void hotplug_cpu_gone(s32 cpu) __hidden;
@@ -569,103 +582,22 @@ int hotplug_guard(u64 now);
 int hotplug_guard_cpu(u32 c, u64 now);
 void hotplug_unrunnable(s32 cpu) __hidden;
 
+/* ---- guard.bpf.c: the guard timer ---- */
+int guard_queue(s32 cpu, u64 now);
+int guard_object(s32 cpu, u64 now);
+int starve_check(s32 cpu, u64 now, u64 now_j);
+s32 guard_start(void) __hidden;
+void guard_watch(u64 now) __hidden;
+void guard_soon(void) __hidden;
+bool dispatch_starved(s32 cpu) __hidden;
+
 /* ---- park.bpf.c ---- */
 bool dispatch_parked(s32 cpu) __hidden;
 
-/* ---- preempt.bpf.c ---- */
-int kthread_holds(s32 cpu);
-u64 resume_vtime(s32 cpu, u64 vtime);
-bool preempt_release(s32 cpu, struct task_struct *next) __hidden;
-bool preempt_split_due(s32 cpu) __hidden;
-void preempt_acquire(s32 cpu) __hidden;
-u64 released_at(s32 cpu) __hidden;
-bool higher_class_waits(s32 cpu) __hidden;
-bool ext_server_serves(s32 cpu) __hidden;
-bool dispatch_pinned(s32 cpu) __hidden;
-bool lent_split_due(s32 cpu) __hidden;
-bool rt_held_long(s32 cpu, u64 now) __hidden;
-
-/* ---- weight.bpf.c ---- */
-u64 weight_cgroup_id(struct cgroup *cgrp) __hidden;
-void cg_count(struct task_ctx *tctx, bool on) __hidden;
-u64 task_weight(struct task_struct *p, struct task_ctx *tctx) __hidden;
-
-/*
- * The weight @p's current run is charged at: the one running() (or renew())
- * took as it started, so that stopping, keep_prev and the tax do no
- * lookup of its cgroup's weight.
- */
-static __always_inline u64 run_weight(struct task_struct *p, struct task_ctx *tctx)
-{
-	return tctx->weight ? tctx->weight : task_weight(p, tctx);
-}
-void cg_weight_init(struct cgroup *cgrp, u32 weight) __hidden;
-void cg_weight_set(struct cgroup *cgrp, u32 weight) __hidden;
-void cg_weight_move(struct task_struct *p, struct cgroup *to) __hidden;
-void cg_weight_exit(u64 cgid) __hidden;
-
-/* ---- fast.bpf.c: hybrid CPUs and performance targets ---- */
-bool wants_fast(struct task_struct *p, s32 cpu) __hidden;
-s32 pick_idle_fast(struct task_struct *p __arg_trusted);
-bool fast_cpu_idles(struct task_struct *p) __hidden;
-s32 fast_init(void) __hidden;
-void perf_set(s32 cpu, u32 perf) __hidden;
-void perf_update(s32 cpu, u64 now) __hidden;
-
-/* ---- events.bpf.c ---- */
-/* A task whose DEMAND may have been lost asks again at most this often. */
-#define CHAMELEON_REDEMAND_NS	(20ULL * 1000 * 1000)
-struct chameleon_event *event_reserve(u32 kind, s32 cpu) __hidden;
-void event_submit(struct chameleon_event *ev, bool urgent) __hidden;
-void emit(u32 kind, s32 cpu, struct task_struct *p, bool urgent) __hidden;
-void emit_demand(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 cgid,
-		 u32 level) __hidden;
-void emit_exit(struct task_struct *p, s32 cpu, u64 run_ns, u64 fused_ns) __hidden;
-bool demand_lost(struct task_ctx *tctx) __hidden;
-void events_wake_agent(void) __hidden;
-
-/* ---- wake.bpf.c ---- */
-void tag_check(struct task_struct *p, struct task_ctx *tctx) __hidden;
-void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx) __hidden;
-void count_untagged(struct task_struct *p, struct task_ctx *tctx, bool add) __hidden;
-void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu) __hidden;
-
-/*
- * @p becomes runnable on @cpu: the first op that places it since it joined
- * or since stopping(!runnable) calls this (tctx->awake): select_cpu's direct
- * insert (direct(), which ops.enqueue does not follow) or ops.enqueue. The
- * kernel's ops.runnable would come first, but it is one more struct_ops call
- * and task-storage lookup per wake, for what the op after it can do with the
- * context at hand. Its tag checked, its counts, and for a tagged task its
- * virtual threads placed or its object asked for again; one the agent was
- * told sleeps is reported awake (asking again if its object was freed).
- * Inlined: the ops' call chains below it are as deep as verifiers before
- * 7.0 allow (8 frames).
- */
-static __always_inline void task_wakes(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
-{
-	struct chameleon_assignment a;
-	bool held;
-
-	tctx->awake = 1;
-	tag_check(p, tctx);
-	count_untagged(p, tctx, true);
-	cg_count(tctx, true);
-	if (!tctx->tagged)
-		return;
-	held = assignment_of(p, &a);
-	if (held)
-		place_vthreads(tctx, &a);
-	else
-		redemand_if_lost(p, tctx);
-	if (tctx->sleep_told) {
-		tctx->sleep_told = 0;
-		emit(CHAMELEON_EV_WAKE, cpu, p, !held);
-	}
-}
-u32 tag_level(u64 cgid) __hidden;
-void tag_inherit(u64 cgid, u64 parent) __hidden;
-void tag_drop(u64 cgid) __hidden;
+/* ---- task_life.bpf.c ---- */
+void life_enable(struct task_struct *p __arg_trusted, struct task_ctx *tctx) __hidden;
+void life_disable(struct task_struct *p __arg_trusted, struct task_ctx *tctx) __hidden;
+void life_exit(struct task_struct *p __arg_trusted, struct task_ctx *tctx) __hidden;
 
 /* ---- dump.bpf.c ---- */
 void dump_all(void) __hidden;

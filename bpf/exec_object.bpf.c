@@ -45,7 +45,8 @@
  * time between a remote split and the owner's next tick/stop is charged
  * then, never lost.
  */
-#include "chameleon.bpf.h"
+#include "role.bpf.h"
+#include "weight.bpf.h"
 
 /*
  * Task storage: the agent writes a task's value through a pidfd (the key of
@@ -560,4 +561,61 @@ int object_tick(struct task_struct *p __arg_trusted, s32 cpu)
 	if (!(rc->flags & CHAMELEON_ASSIGN_HOLD) && waiter_due(cpu, tctx, now))
 		return split(cpu, CHAMELEON_SPLIT_TICK);
 	return 0;
+}
+
+/*
+ * A task other than a pcpu kthread was queued on lent @cpu: its wait starts
+ * the lending bound, and the object splits now if its vtime is due (§4.3.2,
+ * "when a task becomes runnable on a borrowed CPU"). The owner's context is
+ * not at hand on this CPU, so its virtual thread is read through the task.
+ */
+int waiter_on_lent(s32 cpu, struct task_struct *waiter __arg_trusted)
+{
+	struct cpu_lend *cl;
+	struct task_struct *owner;
+	struct task_ctx *octx;
+	struct rep_ctx *rc;
+	s32 rep = lent_to(cpu);
+	u64 now = bpf_ktime_get_ns();
+	int pos;
+
+	if (!cpu_valid(cpu))
+		return 0;
+	cl = cpu_lend(cpu);
+	if (!cl->lend_wait_since)
+		WRITE_ONCE(cl->lend_wait_since, now);
+	rc = rep_ctx(rep);
+	if (!rc || !cpu_fused(rep))
+		return 0;
+	pos = obj_pos(rc, cpu);
+	if (pos < 0)
+		return 0;
+	owner = bpf_task_from_pid(rc->owner);
+	if (!owner)
+		/* Its owner is gone: nothing keeps the CPU lent. */
+		return split(rep, CHAMELEON_SPLIT_EXIT);
+	octx = rc->flags & CHAMELEON_ASSIGN_HOLD ? NULL :
+		task_ctx(owner);
+	if (octx && chameleon_must_split(chameleon_time_since(now, rc->fused_at), min_gran_ns, true,
+					 waiter->scx.dsq_vtime, octx->vruntimes[obj_idx(pos)]))
+		split(rep, CHAMELEON_SPLIT_WAKE);
+	bpf_task_release(owner);
+	return 0;
+}
+
+/*
+ * From dispatch on lent @cpu: does its object end now? When the kernel's ext
+ * server asks this CPU for a task while an RT task holds it: the object
+ * cannot have the CPU, and a dispatch that gave the server nothing would
+ * stop it, so that a task that can run here only would wait for the RT task
+ * to end (the server starts again only when the CPU's sched_ext tasks come
+ * and go). Returns whether it split.
+ */
+bool lent_split_due(s32 cpu)
+{
+	s32 rep = lent_to(cpu);
+
+	if (!cpu_valid(rep) || !(higher_class_waits(cpu) && ext_server_serves(cpu)))
+		return false;
+	return split(rep, CHAMELEON_SPLIT_PREEMPT);
 }

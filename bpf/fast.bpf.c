@@ -26,7 +26,7 @@
  * this runs.
  */
 
-#include "chameleon.bpf.h"
+#include "role.bpf.h"
 
 /* Bit N: CPU N has the top capacity. All zero: not a hybrid machine. */
 const volatile u64 fast_cpu_bits[CHAMELEON_MAX_CPUS / 64];

@@ -22,7 +22,7 @@ static s32 pending_rep(u64 pending_for)
 }
 
 /* Position of @cpu in @rc's object, or -1. */
-static int obj_pos(struct rep_ctx *rc, s32 cpu)
+int obj_pos(struct rep_ctx *rc, s32 cpu)
 {
 	u32 i;
 	s32 c;
@@ -292,46 +292,6 @@ int waiter_due(s32 rep, struct task_ctx *owner, u64 now)
 					 w ? w->scx.dsq_vtime : 0, owner->vruntimes[i]))
 			return 1;
 	}
-	return 0;
-}
-
-/*
- * A task other than a pcpu kthread was queued on lent @cpu: its wait starts
- * the lending bound, and the object splits now if its vtime is due (§4.3.2,
- * "when a task becomes runnable on a borrowed CPU"). The owner's context is
- * not at hand on this CPU, so its virtual thread is read through the task.
- */
-int waiter_on_lent(s32 cpu, struct task_struct *waiter __arg_trusted)
-{
-	struct cpu_lend *cl;
-	struct task_struct *owner;
-	struct task_ctx *octx;
-	struct rep_ctx *rc;
-	s32 rep = lent_to(cpu);
-	u64 now = bpf_ktime_get_ns();
-	int pos;
-
-	if (!cpu_valid(cpu))
-		return 0;
-	cl = cpu_lend(cpu);
-	if (!cl->lend_wait_since)
-		WRITE_ONCE(cl->lend_wait_since, now);
-	rc = rep_ctx(rep);
-	if (!rc || !cpu_fused(rep))
-		return 0;
-	pos = obj_pos(rc, cpu);
-	if (pos < 0)
-		return 0;
-	owner = bpf_task_from_pid(rc->owner);
-	if (!owner)
-		/* Its owner is gone: nothing keeps the CPU lent. */
-		return split(rep, CHAMELEON_SPLIT_EXIT);
-	octx = rc->flags & CHAMELEON_ASSIGN_HOLD ? NULL :
-		task_ctx(owner);
-	if (octx && chameleon_must_split(chameleon_time_since(now, rc->fused_at), min_gran_ns, true,
-					 waiter->scx.dsq_vtime, octx->vruntimes[obj_idx(pos)]))
-		split(rep, CHAMELEON_SPLIT_WAKE);
-	bpf_task_release(owner);
 	return 0;
 }
 

@@ -64,13 +64,48 @@
  * If the agent dies, the struct_ops link closes and the kernel moves every
  * task back to the fair class: nothing is stranded by design.
  */
-#include "chameleon.bpf.h"
+#include "role.bpf.h"
+#include "weight.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
 UEI_DEFINE(uei);
 
 u64 nr_cpu_online_events, nr_cpu_offline_events;
+
+/*
+ * @p becomes runnable on @cpu: the first op that places it since it joined
+ * or since stopping(!runnable) calls this (tctx->awake): select_cpu's direct
+ * insert (direct(), which ops.enqueue does not follow) or ops.enqueue. The
+ * kernel's ops.runnable would come first, but it is one more struct_ops call
+ * and task-storage lookup per wake, for what the op after it can do with the
+ * context at hand. Its tag checked, its counts, and for a tagged task its
+ * virtual threads placed or its object asked for again; one the agent was
+ * told sleeps is reported awake (asking again if its object was freed).
+ * Inlined: the ops' call chains below it are as deep as verifiers before
+ * 7.0 allow (8 frames).
+ */
+static __always_inline void task_wakes(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+{
+	struct chameleon_assignment a;
+	bool held;
+
+	tctx->awake = 1;
+	tag_check(p, tctx);
+	count_untagged(p, tctx, true);
+	cg_count(tctx, true);
+	if (!tctx->tagged)
+		return;
+	held = assignment_of(p, &a);
+	if (held)
+		place_vthreads(tctx, &a);
+	else
+		redemand_if_lost(p, tctx);
+	if (tctx->sleep_told) {
+		tctx->sleep_told = 0;
+		emit(CHAMELEON_EV_WAKE, cpu, p, !held);
+	}
+}
 
 /*
  * @cpu is the CPU we run on and a task (not its idle loop) runs there: it

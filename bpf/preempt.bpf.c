@@ -166,23 +166,6 @@ bool preempt_split_due(s32 cpu)
 	return READ_ONCE(rl->released_at) && !READ_ONCE(rl->released_kthread) && cpu_fused(cpu);
 }
 
-/*
- * From dispatch on lent @cpu: does its object end now? When the kernel's ext
- * server asks this CPU for a task while an RT task holds it: the object
- * cannot have the CPU, and a dispatch that gave the server nothing would
- * stop it, so that a task that can run here only would wait for the RT task
- * to end (the server starts again only when the CPU's sched_ext tasks come
- * and go). Returns whether it split.
- */
-bool lent_split_due(s32 cpu)
-{
-	s32 rep = lent_to(cpu);
-
-	if (!cpu_valid(rep) || !(higher_class_waits(cpu) && ext_server_serves(cpu)))
-		return false;
-	return split(rep, CHAMELEON_SPLIT_PREEMPT);
-}
-
 /* @cpu is ours again: its queue is its own to serve. */
 void preempt_acquire(s32 cpu)
 {

@@ -6,7 +6,7 @@
  * capped when it joins one; a CPU's dispatch takes its own head, keeps the
  * task that just ran if it is still first, or steals.
  */
-#include "chameleon.bpf.h"
+#include "weight.bpf.h"
 
 /* Each CPU's steal order (intf.h), filled by the agent; sized to nr_cpus at load. */
 struct {
