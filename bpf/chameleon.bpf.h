@@ -562,6 +562,27 @@ void tag_inherit(u64 cgid, u64 parent) __hidden;
 void tag_drop(u64 cgid) __hidden;
 
 /* ---- place.bpf.c: where a task goes ---- */
+/* How ops.enqueue inserts a task (place_task()). */
+enum chameleon_insert {
+	INSERT_QUEUE,		/* @cpu's vtime queue at @vtime; whom to wake: place_queued() */
+	INSERT_FRONT,		/* @cpu's vtime queue at @vtime, no slice of its own */
+	INSERT_LOCAL,		/* this CPU's local queue */
+	INSERT_LOCAL_ON,		/* @cpu's local queue */
+	INSERT_LOCAL_ON_VTIME,	/* @cpu's local queue, its vtime stored first */
+	INSERT_HANDOFF,		/* idle @cpu takes it (handoff()) */
+	INSERT_HANDOFF_FAST,	/* idle fast @cpu takes it (hybrid: nr_fast_moves) */
+	INSERT_WAITER,		/* queued on lent @cpu as a waiter: waiter_on_lent() */
+};
+/* Where a task goes, how it is inserted, and how @cpu is kicked after (0: not). */
+struct placement {
+	u64	vtime;
+	u64	kick;
+	s32	cpu;
+	u32	how;
+};
+void place_task(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags,
+		struct placement *pl) __hidden;
+void place_queued(struct task_struct *p, u64 enq_flags, struct placement *pl) __hidden;
 s32 pick_rep_to_split(struct task_struct *p __arg_trusted, s32 cpu) __hidden;
 s32 pick_other(struct task_struct *p __arg_trusted, s32 cpu);
 void handoff(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags) __hidden;

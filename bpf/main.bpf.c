@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * scx_chameleon: the sched_ext policy. This file holds the ops; each concept
- * lives in its own unit, declared in chameleon.bpf.h.
+ * scx_chameleon: the sched_ext policy. This file holds the ops; the state
+ * they share is base.bpf.c's, and each concept lives in a unit of its own,
+ * each calling only the units below it (chameleon.bpf.h lists them bottom
+ * first). An op finds out what to do from the concept units and does it.
  *
  * Design
  * ------
@@ -15,7 +17,7 @@
  * A CPU has one role (role.h): NATIVE, a representative of an object
  * (FUSING, REP, SPLITTING), LENT to one, or PARKED. The role changes only by
  * CAS along a written state machine, and one rule built on it says who may
- * run where (may_run_on(), role.bpf.c): every op below places tasks by it.
+ * run where (may_run_on(), role.bpf.h): every op below places tasks by it.
  *
  * - select_cpu: the CPU the task last ran on if idle, else the kernel's
  *   default idle search; a CPU the rule refuses is passed over for another
@@ -25,12 +27,13 @@
  *   threads placed, the agent told if needed; the sleep in
  *   stopping(!runnable), the wake in the first op that places it after
  *   (select_cpu's direct insert, else enqueue), with no ops.runnable.
- * - enqueue: a task with an object goes to its representative; one whose CPU
- *   the rule refuses, elsewhere; otherwise, an idle CPU it may run on takes
- *   it now (idle handoff: into that CPU's local queue where the kernel can
- *   take it back out of one a higher class holds, 7.1+, else into that CPU's
- *   own queue, and the CPU is kicked: it cannot miss the task). Else it
- *   joins its CPU's queue, vtime rebased, floored and capped
+ * - enqueue (place_task(), place.bpf.c, decides; the op inserts and
+ *   kicks): a task with an object goes to its representative; one whose
+ *   CPU the rule refuses, elsewhere; otherwise, an idle CPU it may run on
+ *   takes it now (idle handoff: into that CPU's local queue where the kernel
+ *   can take it back out of one a higher class holds, 7.1+, else into that
+ *   CPU's own queue, and the CPU is kicked: it cannot miss the task). Else
+ *   it joins its CPU's queue, vtime rebased, floored and capped
  *   (CHAMELEON_WAIT_BOUND_NS).
  * - dispatch: a lent CPU runs only what it serves (lend.bpf.c), a parked one
  *   what can run nowhere else (park.bpf.c); others the task the guard named
@@ -42,7 +45,8 @@
  * - cpu_release/cpu_acquire (before 6.19; after, a sched_switch hook in
  *   their place): a higher class took the CPU (preempt.bpf.c); its local
  *   queue goes back to enqueue.
- * - cpu_online/cpu_offline: objects split, queues drained (hotplug.bpf.c).
+ * - cpu_online/cpu_offline: objects split, queues drained (hotplug.bpf.c,
+ *   drain.bpf.c).
  *
  * Bounded waits: every runnable task runs within a bound by construction: on
  * an ordinary queue the vtime cap, and whatever the vtimes say, 1 s (the
@@ -105,20 +109,6 @@ static __always_inline void task_wakes(struct task_struct *p, struct task_ctx *t
 		tctx->sleep_told = 0;
 		emit(CHAMELEON_EV_WAKE, cpu, p, !held);
 	}
-}
-
-/*
- * @cpu is the CPU we run on and a task (not its idle loop) runs there: it
- * goes through dispatch when that task stops, so it needs no kick.
- */
-static bool running_here(s32 cpu)
-{
-	struct task_struct *curr;
-
-	if (cpu != bpf_get_smp_processor_id())
-		return false;
-	curr = bpf_get_current_task_btf();
-	return curr->pid != 0;
 }
 
 /*
@@ -204,11 +194,9 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 
 void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	s32 cpu = task_cpu_of(p), rep, idle = -1, kw, fast;
+	s32 cpu = task_cpu_of(p);
 	struct task_ctx *tctx = task_ctx(p);
-	struct chameleon_cpu_stats *st = stats_here();
-	bool here = true, wake_idle, wake_busy, movable;
-	u64 vtime;
+	struct placement pl;
 
 	/*
 	 * enable() gave every task a context and the agent refuses machines
@@ -220,11 +208,6 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 			      tctx ? "an invalid CPU" : "no task context", cpu);
 		return;
 	}
-	wake_idle = tctx->wake_idle;
-	wake_busy = tctx->wake_busy && (enq_flags & SCX_ENQ_WAKEUP);
-	tctx->wake_idle = 0;
-	tctx->wake_busy = 0;
-	movable = task_movable(p);
 	/*
 	 * Its wake, if select_cpu did not insert it (task_wakes()); else a
 	 * re-enqueue, where a retag reaches a task that never sleeps.
@@ -237,190 +220,39 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		cg_count(tctx, true);
 	}
 
-	/* Where it belongs: its representative, a kwork sibling, or where the rule allows. */
-	rep = task_rep(p, tctx);
-	if (rep >= 0) {
-		here = cpu == rep;
-		cpu = rep;
-	} else if ((p->flags & PF_KTHREAD) && movable && (kw = kwork_sibling(cpu)) >= 0 &&
-		   may_run_on(p, kw, PLACE_NEW)) {
-		/* Kernel work off a kwork representative, to its sibling. */
-		here = false;
-		cpu = kw;
-	} else if (movable && !may_run_on(p, cpu, PLACE_STAY)) {
-		/*
-		 * Off a lent CPU only to an idle one: with none, it waits
-		 * there for the CPU its object borrowed, and its vtime
-		 * against the owner's virtual thread decides when the object
-		 * splits for it (§4.3.2: the tax), the lending bound how
-		 * long it may wait. Moved to a busy CPU, it would never be
-		 * weighed against the object, and a full machine would keep
-		 * every object whatever its tax (Fig. 7: tax 1 fused as
-		 * long as tax 0.01). Off a representative or a parked CPU
-		 * to wherever the rule allows.
-		 */
-		s32 other = cpu_lent(cpu) ? pick_idle(p) : pick_other(p, cpu);
-
-		if (other >= 0) {
-			here = false;
-			cpu = other;
-		}
-	}
-
-	/*
-	 * Hybrid: off a slow CPU to an idle fast one (fast.bpf.c). Movable
-	 * only: a task preempted inside migrate_disable() keeps its full
-	 * nr_cpus_allowed, and the kernel ends the scheduler when a local
-	 * insert would move it.
-	 */
-	if (rep < 0 && here && movable && wants_fast(p, cpu) && (fast = pick_idle_fast(p)) >= 0) {
-		handoff(p, tctx, fast, enq_flags);
+	place_task(p, tctx, cpu, enq_flags, &pl);
+	cpu = pl.cpu;
+	switch (pl.how) {
+	case INSERT_HANDOFF_FAST:
 		__sync_fetch_and_add(&nr_fast_moves, 1);
-		return;
-	}
-
-	/*
-	 * SCX_ENQ_LAST: the task's slice ended and nothing else is queued here.
-	 * Keep it running where the rule lets it. Some kernels (6.16, 7.0)
-	 * have already picked idle when they ask: the kick makes the CPU look.
-	 * Before 7.1, an RT task that wakes here next would find it in the
-	 * local queue with nobody to tell us: it goes through this CPU's own
-	 * queue instead (below), where dispatch leaves it while a higher
-	 * class waits.
-	 */
-	if ((enq_flags & SCX_ENQ_LAST) && here && local_handoff() && may_run_on(p, cpu, PLACE_STAY)) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
-		kick_cpu(cpu, SCX_KICK_IDLE);
-		return;
-	}
-
-	/*
-	 * A task that can run here only, with both queues here empty:
-	 * straight to the local queue, where it runs next whatever the order,
-	 * and the CPU skips a dispatch when the current task blocks. Never
-	 * behind another task in the local queue (two pinned tasks taking
-	 * turns there would keep the CPU out of ops.dispatch), and not a task
-	 * re-enqueued from a local queue (SCX_ENQ_REENQ: the CPU is not ours;
-	 * back in, the next drain would re-enqueue it again). No kick: an
-	 * insert into a local queue reschedules the CPU if it idles. Except
-	 * when the task is being put with SCX_ENQ_LAST: the CPU has picked idle
-	 * already and the insert does not undo that (7.0.13: the task waited
-	 * in its local queue until the guard's starvation bound). The CPU's
-	 * queue is counted only if its hint says it may hold a task: a task
-	 * whose insert raced with the hint's clearing is passed once, not
-	 * lost (its CPU's dispatch counts for real).
-	 */
-	if (!movable && !(enq_flags & SCX_ENQ_REENQ) && may_run_on(p, cpu, PLACE_STAY) &&
-	    (!queue_hint(cpu) || !scx_bpf_dsq_nr_queued(cpu)) &&
-	    !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu)) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
-		if (enq_flags & SCX_ENQ_LAST)
-			kick_cpu(cpu, SCX_KICK_IDLE);
-		return;
-	}
-
-	/*
-	 * An idle CPU it may run on takes it now: the one select_cpu claimed
-	 * (wake_idle), else its own if idle, else any. A task with an object
-	 * waits for its representative; one re-enqueued after a kthread's
-	 * turn waits in front of its own queue (below).
-	 */
-	if (rep < 0 && movable && !((enq_flags & SCX_ENQ_REENQ) && kthread_holds(cpu))) {
-		if (wake_idle && here && may_run_on(p, cpu, PLACE_NEW))
-			idle = cpu;
-		else if (wake_busy && here)
-			/*
-			 * select_cpu searched a moment ago and found none: a
-			 * second search costs every such wakeup a kfunc scan.
-			 * A CPU that idled in between waits for its next
-			 * dispatch; this task for its CPU (a slice at most).
-			 */
-			idle = -1;
-		else if (here && may_run_on(p, cpu, PLACE_NEW) && scx_bpf_test_and_clear_cpu_idle(cpu))
-			idle = cpu;
-		else
-			idle = pick_idle(p);
-		if (idle >= 0) {
-			handoff(p, tctx, idle, enq_flags);
-			return;
-		}
-	} else if (wake_idle && rep >= 0 && here) {
+		/* fallthrough */
+	case INSERT_HANDOFF:
 		handoff(p, tctx, cpu, enq_flags);
 		return;
-	}
-
-	repay_resume_lag(p, tctx);
-	rebase_to(p, tctx, cpu);
-	/* scx_bpf_dsq_insert_vtime() stores it in the task; a local insert sets it first. */
-	vtime = queue_vtime(cpu, task_vtime(p, tctx));
-	/* Every path below stores it: an insert into a vtime queue, or a set. */
-	tctx->vtime_owed = 0;
-	if (st)
-		st->nr_enqueued++;
-	/*
-	 * An exiting task goes to the front of its CPU's queue, as near as we
-	 * queue to where the kernel's default put it (the local queue): what it
-	 * frees is waited for, a killed agent's struct_ops link among it.
-	 */
-	if (p->flags & PF_EXITING)
-		vtime = resume_vtime(cpu, vtime);
-	/*
-	 * Back from the local queue of a CPU a per-CPU kthread took for a
-	 * moment (cpu_release): in front of this CPU's own queue, where the
-	 * local queue had it, unstolen while the hold is fresh, with what is
-	 * left of its slice (0: the kernel keeps it).
-	 */
-	if ((enq_flags & SCX_ENQ_REENQ) && here && kthread_holds(cpu)) {
-		u64 front = resume_vtime(cpu, vtime);
-
-		tctx->resume_lag = vtime - front;
-		scx_bpf_dsq_insert_vtime(p, cpu, 0, front, enq_flags);
-		queue_hint_set(cpu);
-		return;
-	}
-	/*
-	 * A task with an object that runs next on its representative anyway
-	 * waits in the local queue there, where no other CPU can steal it.
-	 * Only into an empty local queue, only while the CPU is ours, and only
-	 * where the kernel can take it back out (local_handoff()).
-	 */
-	if (rep >= 0 && local_handoff() && !(enq_flags & SCX_ENQ_REENQ) && !cpu_held(cpu) &&
-	    may_run_on(p, cpu, PLACE_STAY) && owner_next(cpu, vtime)) {
-		scx_bpf_task_set_dsq_vtime(p, vtime);
+	case INSERT_LOCAL:
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+		break;
+	case INSERT_LOCAL_ON_VTIME:
+		scx_bpf_task_set_dsq_vtime(p, pl.vtime);
+		/* fallthrough */
+	case INSERT_LOCAL_ON:
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
-		return;
-	}
-	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, vtime, enq_flags);
-	queue_hint_set(cpu);
-
-	if (cpu_lent(cpu)) {
-		/*
-		 * A lent CPU serves only its kthreads: wake it for one. Anyone
-		 * else (it could go nowhere else) starts the lending bound and
-		 * may split the object now if its vtime is due.
-		 */
-		if (lent_cpu_runs(cpu, p))
-			kick_cpu(cpu, SCX_KICK_IDLE);
-		else
+		break;
+	case INSERT_FRONT:
+		scx_bpf_dsq_insert_vtime(p, cpu, 0, pl.vtime, enq_flags);
+		queue_hint_set(cpu);
+		break;
+	default:
+		scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, pl.vtime, enq_flags);
+		queue_hint_set(cpu);
+		/* Whom its arrival wakes is read with the task in the queue. */
+		place_queued(p, enq_flags, &pl);
+		if (pl.how == INSERT_WAITER)
 			waiter_on_lent(cpu, p);
-		return;
+		break;
 	}
-	/*
-	 * A waking task owed the CPU more than a granularity takes it now
-	 * (queue.bpf.c): otherwise it waits out the running task's slice.
-	 */
-	if ((enq_flags & SCX_ENQ_WAKEUP) && wake_preempts(cpu, vtime)) {
-		if (st)
-			st->nr_wake_preempts++;
-		kick_cpu(cpu, SCX_KICK_PREEMPT);
-		return;
-	}
-	/*
-	 * Wake the CPU if it idles (a pinned task, the representative), or is
-	 * about to (SCX_ENQ_LAST: the task is being put and idle picked).
-	 */
-	if ((enq_flags & SCX_ENQ_LAST) || !running_here(cpu))
-		kick_cpu(cpu, SCX_KICK_IDLE);
+	if (pl.kick)
+		kick_cpu(cpu, pl.kick);
 }
 
 /* Fill @cpu's local queue; whether it got a task. */

@@ -107,3 +107,234 @@ void handoff(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flag
 		st->nr_direct++;
 }
 
+/*
+ * @cpu is the CPU we run on and a task (not its idle loop) runs there: it
+ * goes through dispatch when that task stops, so it needs no kick.
+ */
+static bool running_here(s32 cpu)
+{
+	struct task_struct *curr;
+
+	if (cpu != bpf_get_smp_processor_id())
+		return false;
+	curr = bpf_get_current_task_btf();
+	return curr->pid != 0;
+}
+
+/*
+ * Where ops.enqueue puts @p, queued on @cpu, and how (enum
+ * chameleon_placement). The first rule that applies decides, in this
+ * order:
+ * 1. where it belongs: its representative if it has an object, the
+ *    kernel-work sibling of a kwork representative for a movable kthread,
+ *    else another CPU if the rule refuses @cpu (off a lent CPU only to an
+ *    idle one: a waiter there is weighed against the object, §4.3.2);
+ * 2. hybrid: off a slow CPU to an idle fast one;
+ * 3. SCX_ENQ_LAST: the local queue, where the rule lets it stay (7.1+);
+ * 4. a task that can run on @cpu only, both its queues empty: straight to
+ *    @cpu's local queue;
+ * 5. an idle CPU it may run on takes it now (handoff());
+ * 6. its CPU's vtime queue: in front after a per-CPU kthread's turn
+ *    (INSERT_FRONT), into the representative's local queue if its owner
+ *    runs next there anyway, else in vtime order (INSERT_QUEUE).
+ * The vtime for 6 is computed here: @p is rebased to the queue's clock,
+ * floored and capped, and what it owed folded in (tctx->vtime_owed is 0 on
+ * return, as every insert of 6 stores the vtime).
+ */
+void place_task(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags,
+		struct placement *pl)
+{
+	struct chameleon_cpu_stats *st = stats_here();
+	bool here = true, wake_idle, wake_busy, movable;
+	s32 rep, idle = -1, kw, fast;
+	u64 vtime;
+
+	pl->kick = 0;
+	pl->vtime = 0;
+	wake_idle = tctx->wake_idle;
+	wake_busy = tctx->wake_busy && (enq_flags & SCX_ENQ_WAKEUP);
+	tctx->wake_idle = 0;
+	tctx->wake_busy = 0;
+	movable = task_movable(p);
+
+	/* 1. Its representative, a kwork sibling, or where the rule allows. */
+	rep = task_rep(p, tctx);
+	if (rep >= 0) {
+		here = cpu == rep;
+		cpu = rep;
+	} else if ((p->flags & PF_KTHREAD) && movable && (kw = kwork_sibling(cpu)) >= 0 &&
+		   may_run_on(p, kw, PLACE_NEW)) {
+		here = false;
+		cpu = kw;
+	} else if (movable && !may_run_on(p, cpu, PLACE_STAY)) {
+		/*
+		 * Off a lent CPU only to an idle one: with none, it waits
+		 * there, and its vtime against the owner's virtual thread
+		 * decides when the object splits for it (§4.3.2: the tax),
+		 * the lending bound how long it may wait. A task moved to a
+		 * busy CPU is never weighed against the object, and a full
+		 * machine would keep every object whatever its tax. Off a
+		 * representative or a parked CPU to wherever the rule allows.
+		 */
+		s32 other = cpu_lent(cpu) ? pick_idle(p) : pick_other(p, cpu);
+
+		if (other >= 0) {
+			here = false;
+			cpu = other;
+		}
+	}
+	pl->cpu = cpu;
+
+	/*
+	 * 2. Hybrid. Movable only: a task preempted inside
+	 * migrate_disable() keeps its full nr_cpus_allowed, and the kernel
+	 * ends the scheduler when a local insert would move it.
+	 */
+	if (rep < 0 && here && movable && wants_fast(p, cpu) && (fast = pick_idle_fast(p)) >= 0) {
+		pl->how = INSERT_HANDOFF_FAST;
+		pl->cpu = fast;
+		return;
+	}
+
+	/*
+	 * 3. SCX_ENQ_LAST: the task's slice ended and nothing else is queued
+	 * here: it runs on where the rule lets it. The kernel may have
+	 * picked idle already when it asks: the kick makes the CPU look.
+	 * Before 7.1 an RT task waking here next would find it in the local
+	 * queue with nobody to tell us: it goes through this CPU's own queue
+	 * (6), where dispatch leaves it while a higher class waits.
+	 */
+	if ((enq_flags & SCX_ENQ_LAST) && here && local_handoff() && may_run_on(p, cpu, PLACE_STAY)) {
+		pl->how = INSERT_LOCAL;
+		pl->kick = SCX_KICK_IDLE;
+		return;
+	}
+
+	/*
+	 * 4. It runs next there whatever the order, and the CPU skips a
+	 * dispatch when the current task blocks. Never behind another task
+	 * in the local queue (two pinned tasks taking turns there would keep
+	 * the CPU out of ops.dispatch), and not a task re-enqueued from a
+	 * local queue (SCX_ENQ_REENQ: the CPU is not ours; the next drain
+	 * would re-enqueue it again). An insert into a local queue
+	 * reschedules an idle CPU, but not one that has already picked idle
+	 * (SCX_ENQ_LAST): that one is kicked. @cpu's queue is counted only
+	 * if its hint says it may hold a task: a task whose insert raced
+	 * with the hint's clearing is passed once, not lost (its CPU's
+	 * dispatch counts for real).
+	 */
+	if (!movable && !(enq_flags & SCX_ENQ_REENQ) && may_run_on(p, cpu, PLACE_STAY) &&
+	    (!queue_hint(cpu) || !scx_bpf_dsq_nr_queued(cpu)) &&
+	    !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu)) {
+		pl->how = INSERT_LOCAL_ON;
+		if (enq_flags & SCX_ENQ_LAST)
+			pl->kick = SCX_KICK_IDLE;
+		return;
+	}
+
+	/*
+	 * 5. The idle CPU select_cpu claimed (wake_idle), else its own if
+	 * idle, else any. A task with an object waits for its
+	 * representative; one re-enqueued after a kthread's turn waits in
+	 * front of its own queue (6).
+	 */
+	if (rep < 0 && movable && !((enq_flags & SCX_ENQ_REENQ) && kthread_holds(cpu))) {
+		if (wake_idle && here && may_run_on(p, cpu, PLACE_NEW))
+			idle = cpu;
+		else if (wake_busy && here)
+			/*
+			 * select_cpu searched a moment ago and found none: a
+			 * second search costs every such wakeup a kfunc scan.
+			 * A CPU that idled in between waits for its next
+			 * dispatch; this task for its CPU (a slice at most).
+			 */
+			idle = -1;
+		else if (here && may_run_on(p, cpu, PLACE_NEW) && scx_bpf_test_and_clear_cpu_idle(cpu))
+			idle = cpu;
+		else
+			idle = pick_idle(p);
+		if (idle >= 0) {
+			pl->how = INSERT_HANDOFF;
+			pl->cpu = idle;
+			return;
+		}
+	} else if (wake_idle && rep >= 0 && here) {
+		pl->how = INSERT_HANDOFF;
+		return;
+	}
+
+	/* 6. Its CPU's queue; scx_bpf_dsq_insert_vtime() stores the vtime. */
+	repay_resume_lag(p, tctx);
+	rebase_to(p, tctx, cpu);
+	vtime = queue_vtime(cpu, task_vtime(p, tctx));
+	tctx->vtime_owed = 0;
+	if (st)
+		st->nr_enqueued++;
+	/*
+	 * An exiting task goes to the front of its CPU's queue, as near as we
+	 * queue to where the kernel's default put it (the local queue): what it
+	 * frees is waited for, a killed agent's struct_ops link among it.
+	 */
+	if (p->flags & PF_EXITING)
+		vtime = resume_vtime(cpu, vtime);
+	/*
+	 * Back from the local queue of a CPU a per-CPU kthread took for a
+	 * moment (cpu_release): in front of this CPU's own queue, where the
+	 * local queue had it, unstolen while the hold is fresh, with what is
+	 * left of its slice (0: the kernel keeps it).
+	 */
+	if ((enq_flags & SCX_ENQ_REENQ) && here && kthread_holds(cpu)) {
+		u64 front = resume_vtime(cpu, vtime);
+
+		tctx->resume_lag = vtime - front;
+		pl->how = INSERT_FRONT;
+		pl->vtime = front;
+		return;
+	}
+	pl->vtime = vtime;
+	/*
+	 * A task with an object that runs next on its representative anyway
+	 * waits in the local queue there, where no other CPU can steal it.
+	 * Only into an empty local queue, only while the CPU is ours, and only
+	 * where the kernel can take it back out (local_handoff()).
+	 */
+	if (rep >= 0 && local_handoff() && !(enq_flags & SCX_ENQ_REENQ) && !cpu_held(cpu) &&
+	    may_run_on(p, cpu, PLACE_STAY) && owner_next(cpu, vtime)) {
+		pl->how = INSERT_LOCAL_ON_VTIME;
+		return;
+	}
+	pl->how = INSERT_QUEUE;
+}
+
+/*
+ * @p, just inserted into @pl->cpu's queue (INSERT_QUEUE): whom its arrival
+ * wakes, read after the insert so that a CPU changing role meanwhile is seen
+ * with the task already there. A lent CPU serves only its kthreads: it is
+ * woken for one; anyone else there is a waiter (INSERT_WAITER: it starts the
+ * lending bound and may split the object now). Elsewhere a waking task owed
+ * the CPU more than a granularity preempts it (queue.bpf.c); otherwise the
+ * CPU is woken if it idles (a pinned task, the representative), or is about
+ * to (SCX_ENQ_LAST: the task is being put and idle picked).
+ */
+void place_queued(struct task_struct *p, u64 enq_flags, struct placement *pl)
+{
+	struct chameleon_cpu_stats *st;
+	s32 cpu = pl->cpu;
+
+	if (cpu_lent(cpu)) {
+		if (lent_cpu_runs(cpu, p))
+			pl->kick = SCX_KICK_IDLE;
+		else
+			pl->how = INSERT_WAITER;
+		return;
+	}
+	if ((enq_flags & SCX_ENQ_WAKEUP) && wake_preempts(cpu, pl->vtime)) {
+		st = stats_here();
+		if (st)
+			st->nr_wake_preempts++;
+		pl->kick = SCX_KICK_PREEMPT;
+		return;
+	}
+	if ((enq_flags & SCX_ENQ_LAST) || !running_here(cpu))
+		pl->kick = SCX_KICK_IDLE;
+}
