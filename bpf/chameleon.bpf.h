@@ -63,8 +63,8 @@ extern u64 tags_gen;	/* the agent's tag generation (base.bpf.c) */
  * (guard_object): the lent CPUs idle for nothing meanwhile, while nobody
  * waits on them longer than the lending bound whatever this is. Three guard
  * periods, not one: a per-CPU kthread's short turn there keeps the object,
- * and under emulation (TCG, 32 vCPUs on one host thread) such a turn spans
- * the other vCPUs' turns, tens of ms of the guest's clock.
+ * and on an emulated or overcommitted machine such a turn can span tens of
+ * ms of the guest's clock.
  */
 #define CHAMELEON_AWAY_NS	(3 * CHAMELEON_GUARD_NS)
 /* A guard this late past its period is restarted from a tick (guard_watch). */
@@ -298,10 +298,10 @@ static __always_inline bool cpu_online(s32 cpu)
 
 /*
  * May this CPU kick others? Not once it is going offline (ops.cpu_offline
- * runs on it): a kick queues an irq_work on the kicking CPU, and one left
- * queued there as it died was never run, which hung the scheduler's
- * detach in free_kick_syncs() for good (hotplug_storm, scale32). The guard
- * timer kicks whatever such a CPU would have.
+ * runs on it): a kick queues an irq_work on the kicking CPU, one left queued
+ * on a CPU that dies never runs, and the scheduler's detach waits for it in
+ * free_kick_syncs() for good. The guard timer kicks whatever such a CPU
+ * would have.
  */
 static __always_inline bool may_kick(void)
 {

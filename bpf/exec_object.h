@@ -90,9 +90,9 @@ static inline u64 chameleon_lend_bound(u64 bound_ns, int pinned, u64 move_ns)
  * When the wait on a lent CPU began, for the lending bound: the earlier of
  * what we recorded (@wait_since, 0 if nothing) and what the kernel accounts
  * to the queue's longest waiter (@kernel_waited_ns before @now, from
- * p->scx.runnable_at, which the watchdog reads). Our record alone could be
- * missed by one path and then nothing split the object: starve saw a pinned
- * task wait 11.66 s on a lent CPU once in 12 runs.
+ * p->scx.runnable_at, which the watchdog reads). A path that queues a
+ * waiter without recording it then still ends the lend within the bound:
+ * the kernel's account covers every waiter.
  */
 static inline u64 chameleon_lend_wait_start(u64 now, u64 wait_since,
 					    u64 kernel_waited_ns)

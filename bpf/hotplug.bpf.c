@@ -44,7 +44,7 @@ static void drain_start(struct cpu_hotplug *h)
  * no longer active, and the kernel runs only per-CPU kthreads on it). Its
  * queue is drained as an unserved one, which the guard would otherwise
  * start only after CHAMELEON_RESCUE_NS without a dispatch, never while the
- * CPU keeps dispatching in vain (hotplug_storm@mttcg: the watchdog).
+ * CPU keeps dispatching in vain.
  */
 void hotplug_unrunnable(s32 cpu)
 {
@@ -109,8 +109,7 @@ int hotplug_guard_cpu(u32 c, u64 now)
 	}
 	/*
 	 * The real count, not queue_hint(): the guard is what serves a queue
-	 * whatever went wrong elsewhere (hotplug_storm stalled once with 9
-	 * tasks in an idle CPU's queue the guard took for empty by its hint).
+	 * whatever went wrong elsewhere, a hint left clear among it.
 	 */
 	if (!scx_bpf_dsq_nr_queued(c)) {
 		WRITE_ONCE(cr->dispatched_j, bpf_jiffies64());

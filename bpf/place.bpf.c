@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Placement: where a task goes when the CPU it is on does not take it.
- * pick_other() an idle CPU the rule lets it on, else the nearest such CPU in
- * topology order; pick_rep_to_split() the object to end when the rule lets
- * it nowhere else; handoff() puts it on an idle CPU so that the CPU cannot
- * miss it.
+ * Placement: where a task goes, and how. place_task() is ops.enqueue's
+ * decision (the op inserts and kicks as it says); the pickers serve it and
+ * the drains: pick_other() an idle CPU the rule lets a task on, else the
+ * nearest such CPU in topology order; pick_rep_to_split() the object to end
+ * when the rule lets it nowhere else; handoff() puts a task on an idle CPU
+ * so that the CPU cannot miss it.
+ *
+ * Nothing here inserts a task but handoff(): a decision is the caller's to
+ * carry out, so its order (insert, then kick) is in one place, the op.
  */
 #include "role.bpf.h"
 

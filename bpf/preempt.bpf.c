@@ -74,9 +74,9 @@ static bool pcpu_kthread_turn(struct rq *rq)
  * released). Not a per-CPU kthread's turn while it is short
  * (chameleon_kthread_holds()): the emulation's idle injection makes its CPUs
  * slower, it does not take them away, and it takes every emulated CPU at
- * once; counted as held, those CPUs refused the waiters a fused object's
- * lent CPUs move out, which then split the object at the lending bound
- * (Fig. 7, tax 0.01: 24-39 such splits a run).
+ * once; counted as held, those CPUs would refuse the waiters a fused
+ * object's lent CPUs move out, which would then split the object at the
+ * lending bound.
  */
 bool cpu_held(s32 cpu)
 {
@@ -228,9 +228,8 @@ int BPF_PROG(chameleon_sched_switch, bool preempt, struct task_struct *prev,
 	 * (the module's kfuncs are for struct_ops programs). Its next pass
 	 * splits only if the higher class still holds the representative:
 	 * most such turns (rcu_preempt at SCHED_FIFO, a threaded IRQ) end
-	 * well within a guard period, and splitting at once for each of them
-	 * cost a fused owner a fifth of its fused time (fuse_tax at tax 0.01:
-	 * 74-79 % fused against >= 80 %).
+	 * well within a guard period, and an object split at once for each
+	 * of them would lose much of its fused time to turns it outlives.
 	 */
 	preempt_release(cpu, next);
 	scx_bpf_reenqueue_local_from_anywhere();

@@ -7,9 +7,8 @@
  * (ops.cpu_acquire). Whatever stays in the CPU's local queue meanwhile waits
  * for every higher-class task that runs there, one after the other: a per-CPU
  * kthread's turn (idle injection, the stopper) is short, but an RT task that
- * comes right after it is not announced again (CI, rt_hog on 7.3.4: `cut`,
- * allowed on every CPU, waited 13 s in CPU 1's local queue behind an RT hog
- * that followed the stopper, then the watchdog). So the local queue always
+ * comes right after it is not announced again, and a task left in the
+ * local queue waits behind it as long as it runs. So the local queue always
  * goes back to ops.enqueue, and what a kthread's short turn needs is kept
  * otherwise: its tasks stay at the front of the CPU's own queue, unstolen,
  * while the hold is fresh (a task slowed by idle injection must not run

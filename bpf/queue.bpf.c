@@ -182,9 +182,8 @@ int steal(s32 cpu)
  * other CPU's, in steal order, rotating; a queue longer by more than two
  * gives this CPU its head. O(1). Once per slice is enough for the uneven
  * queues it is for, which last as long as their CPU-bound tasks do; each
- * pull moves a task off a busy CPU, taking that CPU's runqueue lock, and at
- * every dispatch of a wakeup-heavy load (hackbench, 32 vCPUs) the pulls
- * were a third of the time spent in dispatch. Timed in jiffies (a load,
+ * pull moves a task off a busy CPU and takes that CPU's runqueue lock, too
+ * dear for every dispatch of a wakeup-heavy load. Timed in jiffies (a load,
  * where a clock read is a helper call at every dispatch with a queue): a
  * slice rounded up to the tick.
  */

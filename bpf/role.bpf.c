@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The CPU role word (role.h) and the one placement rule built on it.
+ * The CPU role word (role.h), and the one placement rule built on it
+ * (may_run_on(), role.bpf.h).
  *
  * Every decision about where a task may run asks may_run_on(): select_cpu,
  * enqueue, stealing, the guard's moves and the drains. A CPU's role says who
@@ -8,26 +9,27 @@
  * - NATIVE, FUSING, SPLITTING: anyone (a representative is FUSING or
  *   SPLITTING only for the few instructions of a fuse or split);
  * - REP: its owner, and per-CPU kthreads bound there, whose turn is short
- *   and ends nothing; a kthread that may run elsewhere goes elsewhere (on
- *   the representative it kept the owner off, past the guard's bound, at 32
- *   vCPUs: an unbound kworker, kdamond); any other task would take the
- *   representative from its owner and end the object (running());
+ *   and ends nothing; a kthread that may run elsewhere goes elsewhere (an
+ *   unbound kworker's run could keep the owner off past the guard's bound);
+ *   any other task would take the representative from its owner and end
+ *   the object (running());
  * - LENT: only the kthreads a processor proxy would serve there (per-CPU
  *   ones, any kthread on a kernel-work context);
  * - PARKED: only what can run nowhere else.
  * A task that is to be put somewhere new (PLACE_NEW) also needs the CPU
  * online, not held by a higher class (cpu_held), whose queue it would wait
  * in for as long as the higher class runs, and not draining (its queue is
- * unserved: the guard would move it back out, two drains in turn). The CPU a task is already
- * queued on keeps it (PLACE_STAY) while its role allows it, online or not:
- * the drains see to queues of CPUs that stopped serving them. PLACE_PICKED
- * is PLACE_NEW for a CPU an idle search of the task's cpus_ptr gave, which
- * is allowed by construction (one kfunc call less on every wakeup).
+ * unserved: the guard would move it back out, two drains in turn). The CPU
+ * a task is already queued on keeps it (PLACE_STAY) while its role allows
+ * it, online or not: the drains see to queues of CPUs that stopped serving
+ * them. PLACE_PICKED is PLACE_NEW for a CPU an idle search of the task's
+ * cpus_ptr gave, which is allowed by construction (one kfunc call less on
+ * every wakeup).
  *
- * The pickers: pick_idle() an idle CPU a task may run on (its idle bit
- * taken), pick_other() that or the nearest allowed CPU in topology order.
- * A task found an idle CPU is handed to it (handoff(), direct()) so that
- * the CPU cannot miss it.
+ * Here too the idle searches over the CPUs the roles leave placeable:
+ * select_idle_near() select_cpu's, pick_idle() an idle CPU a task may run
+ * on (its idle bit taken); direct() hands select_cpu's find over. The
+ * placement built on them is place.bpf.c's.
  */
 #include "role.bpf.h"
 
@@ -103,8 +105,7 @@ bool role_cas(s32 cpu, u32 ev, s32 arg)
  * parked CPU is refused until its role changes, and the change kicks it
  * (publish_pending() for a split, park's unpark): woken now it would only
  * idle again, and under a full load every kthread's whole-machine search
- * would pull each idle lent CPU out of idle (scale32: lent CPUs idled 8-15 %
- * of a window their object held them).
+ * would pull each idle lent CPU out of idle.
  */
 void idle_refused(s32 cpu)
 {
