@@ -126,9 +126,101 @@ static bool running_here(s32 cpu)
 }
 
 /*
+ * 1. Where @p, queued on @cpu, belongs: its representative @rep if it has
+ * an object, the kernel-work sibling of a kwork representative for a
+ * movable kthread, else @cpu unless the rule refuses it. Off a lent CPU
+ * only to an idle one: with none, it waits there, and its vtime against the
+ * owner's virtual thread decides when the object splits for it (§4.3.2: the
+ * tax), the lending bound how long it may wait; a task moved to a busy CPU
+ * is never weighed against the object, and a full machine would keep every
+ * object whatever its tax. Off a representative or a parked CPU to wherever
+ * the rule allows; with nowhere to go, it stays. *@here: it stays on @cpu
+ * (or @cpu is its representative).
+ */
+static __always_inline s32 place_where(struct task_struct *p, s32 cpu, s32 rep, bool movable,
+				       bool *here)
+{
+	s32 kw, other;
+
+	*here = true;
+	if (rep >= 0) {
+		*here = cpu == rep;
+		return rep;
+	}
+	if ((p->flags & PF_KTHREAD) && movable && (kw = kwork_sibling(cpu)) >= 0 &&
+	    may_run_on(p, kw, PLACE_NEW)) {
+		*here = false;
+		return kw;
+	}
+	if (movable && !may_run_on(p, cpu, PLACE_STAY)) {
+		other = cpu_lent(cpu) ? pick_idle(p) : pick_other(p, cpu);
+		if (other >= 0) {
+			*here = false;
+			return other;
+		}
+	}
+	return cpu;
+}
+
+/*
+ * 6. @p joins @cpu's vtime queue (@rep, @here as place_where() found them):
+ * its vtime rebased to the queue's clock, floored and capped, what it owed
+ * folded in (tctx->vtime_owed is 0 after: every insert of this step stores
+ * the vtime, scx_bpf_dsq_insert_vtime() or the set before a local insert).
+ */
+static __always_inline void place_in_queue(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+					   s32 rep, bool here, u64 enq_flags,
+					   struct placement *pl)
+{
+	struct chameleon_cpu_stats *st = stats_here();
+	u64 vtime;
+
+	repay_resume_lag(p, tctx);
+	rebase_to(p, tctx, cpu);
+	vtime = queue_vtime(cpu, task_vtime(p, tctx));
+	tctx->vtime_owed = 0;
+	if (st)
+		st->nr_enqueued++;
+	/*
+	 * An exiting task goes to the front of its CPU's queue, as near as we
+	 * queue to where the kernel's default put it (the local queue): what it
+	 * frees is waited for, a killed agent's struct_ops link among it.
+	 */
+	if (p->flags & PF_EXITING)
+		vtime = resume_vtime(cpu, vtime);
+	/*
+	 * Back from the local queue of a CPU a per-CPU kthread took for a
+	 * moment (cpu_release): in front of this CPU's own queue, where the
+	 * local queue had it, unstolen while the hold is fresh, with what is
+	 * left of its slice (0: the kernel keeps it).
+	 */
+	if ((enq_flags & SCX_ENQ_REENQ) && here && kthread_holds(cpu)) {
+		u64 front = resume_vtime(cpu, vtime);
+
+		tctx->resume_lag = vtime - front;
+		pl->how = INSERT_FRONT;
+		pl->vtime = front;
+		return;
+	}
+	pl->vtime = vtime;
+	/*
+	 * A task with an object that runs next on its representative anyway
+	 * waits in the local queue there, where no other CPU can steal it.
+	 * Only into an empty local queue, only while the CPU is ours, and only
+	 * where the kernel can take it back out (local_handoff()).
+	 */
+	if (rep >= 0 && local_handoff() && !(enq_flags & SCX_ENQ_REENQ) && !cpu_held(cpu) &&
+	    may_run_on(p, cpu, PLACE_STAY) && owner_next(cpu, vtime)) {
+		pl->how = INSERT_LOCAL_ON_VTIME;
+		return;
+	}
+	pl->how = INSERT_QUEUE;
+}
+
+/*
  * Where ops.enqueue puts @p, queued on @cpu, and how (enum
- * chameleon_placement). The first rule that applies decides, in this
- * order:
+ * chameleon_insert), and whether the CPU is kicked after. The first rule
+ * that applies decides, in this order:
  * 1. where it belongs: its representative if it has an object, the
  *    kernel-work sibling of a kwork representative for a movable kthread,
  *    else another CPU if the rule refuses @cpu (off a lent CPU only to an
@@ -141,17 +233,13 @@ static bool running_here(s32 cpu)
  * 6. its CPU's vtime queue: in front after a per-CPU kthread's turn
  *    (INSERT_FRONT), into the representative's local queue if its owner
  *    runs next there anyway, else in vtime order (INSERT_QUEUE).
- * The vtime for 6 is computed here: @p is rebased to the queue's clock,
- * floored and capped, and what it owed folded in (tctx->vtime_owed is 0 on
- * return, as every insert of 6 stores the vtime).
+ * What select_cpu found for the wake (wake_idle, wake_busy) is used up here.
  */
 void place_task(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags,
 		struct placement *pl)
 {
-	struct chameleon_cpu_stats *st = stats_here();
-	bool here = true, wake_idle, wake_busy, movable;
-	s32 rep, idle = -1, kw, fast;
-	u64 vtime;
+	bool here, wake_idle, wake_busy, movable;
+	s32 rep, idle = -1, fast;
 
 	pl->kick = 0;
 	pl->vtime = 0;
@@ -161,32 +249,9 @@ void place_task(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_f
 	tctx->wake_busy = 0;
 	movable = task_movable(p);
 
-	/* 1. Its representative, a kwork sibling, or where the rule allows. */
+	/* 1. Where it belongs. */
 	rep = task_rep(p, tctx);
-	if (rep >= 0) {
-		here = cpu == rep;
-		cpu = rep;
-	} else if ((p->flags & PF_KTHREAD) && movable && (kw = kwork_sibling(cpu)) >= 0 &&
-		   may_run_on(p, kw, PLACE_NEW)) {
-		here = false;
-		cpu = kw;
-	} else if (movable && !may_run_on(p, cpu, PLACE_STAY)) {
-		/*
-		 * Off a lent CPU only to an idle one: with none, it waits
-		 * there, and its vtime against the owner's virtual thread
-		 * decides when the object splits for it (§4.3.2: the tax),
-		 * the lending bound how long it may wait. A task moved to a
-		 * busy CPU is never weighed against the object, and a full
-		 * machine would keep every object whatever its tax. Off a
-		 * representative or a parked CPU to wherever the rule allows.
-		 */
-		s32 other = cpu_lent(cpu) ? pick_idle(p) : pick_other(p, cpu);
-
-		if (other >= 0) {
-			here = false;
-			cpu = other;
-		}
-	}
+	cpu = place_where(p, cpu, rep, movable, &here);
 	pl->cpu = cpu;
 
 	/*
@@ -267,47 +332,8 @@ void place_task(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_f
 		return;
 	}
 
-	/* 6. Its CPU's queue; scx_bpf_dsq_insert_vtime() stores the vtime. */
-	repay_resume_lag(p, tctx);
-	rebase_to(p, tctx, cpu);
-	vtime = queue_vtime(cpu, task_vtime(p, tctx));
-	tctx->vtime_owed = 0;
-	if (st)
-		st->nr_enqueued++;
-	/*
-	 * An exiting task goes to the front of its CPU's queue, as near as we
-	 * queue to where the kernel's default put it (the local queue): what it
-	 * frees is waited for, a killed agent's struct_ops link among it.
-	 */
-	if (p->flags & PF_EXITING)
-		vtime = resume_vtime(cpu, vtime);
-	/*
-	 * Back from the local queue of a CPU a per-CPU kthread took for a
-	 * moment (cpu_release): in front of this CPU's own queue, where the
-	 * local queue had it, unstolen while the hold is fresh, with what is
-	 * left of its slice (0: the kernel keeps it).
-	 */
-	if ((enq_flags & SCX_ENQ_REENQ) && here && kthread_holds(cpu)) {
-		u64 front = resume_vtime(cpu, vtime);
-
-		tctx->resume_lag = vtime - front;
-		pl->how = INSERT_FRONT;
-		pl->vtime = front;
-		return;
-	}
-	pl->vtime = vtime;
-	/*
-	 * A task with an object that runs next on its representative anyway
-	 * waits in the local queue there, where no other CPU can steal it.
-	 * Only into an empty local queue, only while the CPU is ours, and only
-	 * where the kernel can take it back out (local_handoff()).
-	 */
-	if (rep >= 0 && local_handoff() && !(enq_flags & SCX_ENQ_REENQ) && !cpu_held(cpu) &&
-	    may_run_on(p, cpu, PLACE_STAY) && owner_next(cpu, vtime)) {
-		pl->how = INSERT_LOCAL_ON_VTIME;
-		return;
-	}
-	pl->how = INSERT_QUEUE;
+	/* 6. Its CPU's queue. */
+	place_in_queue(p, tctx, cpu, rep, here, enq_flags, pl);
 }
 
 /*
