@@ -58,11 +58,10 @@ static bool move_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s32 
  * representative: the unserved queue would keep it for good. A rescue needs
  * this as much as a drain: a CPU between leaving the active mask and
  * ops.cpu_offline is still online to us but never dispatches, and its
- * hotplug thread waits in synchronize_rcu() for rcu_preempt, queued there
- * (hotplug_storm@mttcg on 6.16, the other CPUs an object and an offline
- * one: the kernel's watchdog ejected us when the rescue left it queued).
- * With no such object it stays for the next pass. What can run only on a dying CPU goes to the kernel's global queue,
- * from which only that CPU can take it. Returns how many it moved.
+ * hotplug thread waits in synchronize_rcu() for rcu_preempt, queued there.
+ * With no such object it stays for the next pass. What can run only on a
+ * dying CPU goes to the kernel's global queue, from which only that CPU can
+ * take it. Returns how many it moved.
  */
 /*
  * Tasks moved by the current move_queue() call. In memory rather than a
