@@ -76,6 +76,7 @@ struct cpu_release cpu_releases[CHAMELEON_MAX_CPUS];
 struct cpu_perf cpu_perfs[CHAMELEON_MAX_CPUS];
 struct rep_ctx reps[CHAMELEON_MAX_CPUS];
 struct chameleon_cpu_stats cpu_stats[CHAMELEON_MAX_CPUS];
+struct guard_word guard_need[CHAMELEON_GUARD_WORDS];
 
 /* Broken invariants, counted where they are seen (intf.h). */
 struct chameleon_invariants invariants;
@@ -108,6 +109,25 @@ bool task_migration_disabled(struct task_struct *p __arg_trusted)
 	if (md == 1 && __scx_prolog_disables_migration)
 		return bpf_get_current_task_btf() != p;
 	return md;
+}
+
+/*
+ * @cpu has something the guard bounds: its bit in guard_need is set,
+ * write-if-changed, so a read while it is set. Global: verified once, not in
+ * each of the enqueue paths that call it.
+ */
+int guard_need_set(s32 cpu)
+{
+	u32 idx;
+	u64 bit;
+
+	if (!cpu_valid(cpu))
+		return 0;
+	idx = CPU_IDX(cpu);
+	bit = 1ULL << (idx & 63);
+	if (!(READ_ONCE(guard_need[idx / 64].bits) & bit))
+		__sync_fetch_and_or(&guard_need[idx / 64].bits, bit);
+	return 0;
 }
 
 /* Is @cpu lent as an object's kernel-work context? */

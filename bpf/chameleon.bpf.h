@@ -26,6 +26,7 @@
 #include "preempt.h"
 #include "cpuperf.h"
 #include "role.h"
+#include "guard.h"
 
 /* ---- base.bpf.c ---- */
 
@@ -99,7 +100,7 @@ struct cpu_run {
 	u32	steal_start;	/* rotating start of the far steal window */
 	u32	balance_idx;	/* next CPU balance_pull() compares its queue with */
 	s32	starved_pid;	/* queued here past the wait bound: runs next (guard.bpf.c) */
-	u64	dispatched_j;	/* jiffies: last ops.dispatch here, or its queue seen empty */
+	u64	dispatched_j;	/* jiffies: last ops.dispatch here (changes once a jiffy) */
 	u64	balanced_j;	/* jiffies: balance_pull()'s last look */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));
 
@@ -131,6 +132,7 @@ struct cpu_hotplug {
 	u32	online;
 	u32	drain;		/* its queue is being moved out (offline, or unserved) */
 	u32	dying;		/* offline, the kernel may still wait for it to empty */
+	u64	queued_seen_j;	/* guard: first pass that found its queue holding tasks, 0: empty */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));
 
 /* preempt.bpf.c: a higher class holds the CPU. */
@@ -268,11 +270,31 @@ static __always_inline bool cpu_valid(s32 cpu)
 
 extern struct cpu_queue cpu_queues[CHAMELEON_MAX_CPUS];
 
+/*
+ * The CPUs the guard looks at (guard.bpf.c), bit N for CPU N, each word of
+ * 64 CPUs on a cache line of its own. A bit is set, only if clear, by
+ * whoever gives its CPU something the guard bounds: a task in its queue
+ * (queue_hint_set()), a role other than NATIVE (role_cas()), a higher class
+ * taking it, a drain. The guard alone clears it, when it finds nothing there
+ * to bound, and then looks again. So the guard's pass costs what needs it,
+ * not nr_cpus; a set racing with the clear is found by its sweep.
+ */
+struct guard_word {
+	u64	bits;
+} __attribute__((aligned(CHAMELEON_CACHELINE)));
+
+#define CHAMELEON_GUARD_WORDS	(CHAMELEON_MAX_CPUS / 64)
+extern struct guard_word guard_need[CHAMELEON_GUARD_WORDS];
+
+/* @cpu has something the guard bounds (base.bpf.c; global: verified once). */
+int guard_need_set(s32 cpu);
+
 /* A task was just put into @cpu's queue. */
 static __always_inline void queue_hint_set(s32 cpu)
 {
 	if (!READ_ONCE(cpu_queues[CPU_IDX(cpu)].may_hold))
 		WRITE_ONCE(cpu_queues[CPU_IDX(cpu)].may_hold, 1);
+	guard_need_set(cpu);
 }
 
 /* @cpu's queue may hold a task: look (scx_bpf_dsq_nr_queued) before stealing. */
@@ -599,8 +621,8 @@ u32 move_queue_pinned(void) __hidden;
 /* ---- hotplug.bpf.c ---- */
 void hotplug_cpu_gone(s32 cpu) __hidden;
 void hotplug_cpu_back(s32 cpu) __hidden;
-int hotplug_guard(u64 now);
-int hotplug_guard_cpu(u32 c, u64 now);
+int hotplug_guard_cpu(u32 c, u64 now, u64 now_j);
+int hotplug_dying(u32 c);
 void hotplug_unrunnable(s32 cpu) __hidden;
 
 /* ---- guard.bpf.c: the guard timer ---- */

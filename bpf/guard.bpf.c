@@ -37,7 +37,21 @@ struct {
 
 u64 guard_ran_at;	/* when guard_fn last ran (guard_watch) */
 u64 guard_period;	/* the period it set then */
-u64 nr_guard_runs;	/* passes over the CPUs */
+u64 nr_guard_runs;	/* passes */
+u64 nr_guard_cpus;	/* CPUs the passes looked at (guard_need), all passes */
+u64 nr_guard_sweep_finds; /* CPUs the sweep found in need, their bit clear */
+
+/*
+ * The sweep: besides the CPUs whose bit is set, each pass looks at this many
+ * more in turn and sets the bit of any that needs the guard. A bit is set by
+ * an enqueue before the kernel inserts the task, so a clear that counted the
+ * queue in between leaves a queued task unseen; its CPU was kicked and
+ * serves it, unless it stopped serving, and then the sweep finds it within
+ * nr_cpus / CHAMELEON_GUARD_SWEEP passes.
+ */
+#define CHAMELEON_GUARD_SWEEP	8
+
+u32 sweep_at;	/* the next CPU the sweep looks at */
 
 /*
  * Name a starved tail task of CPU @c's queue. On a lent CPU the lending
@@ -233,13 +247,157 @@ int guard_object(s32 cpu, u64 now)
 	return 0;
 }
 
+/* Has @c anything the guard bounds? (What sets its bit, read from the source.) */
+static bool guard_needs(s32 c)
+{
+	struct cpu_hotplug *h = &cpu_hps[CPU_IDX(c)];
+
+	return scx_bpf_dsq_nr_queued(c) || scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | c) ||
+	       role_word(c) != CHAMELEON_ROLE_NATIVE || READ_ONCE(h->drain) ||
+	       READ_ONCE(h->dying) || READ_ONCE(cpu_run(c)->starved_pid);
+}
+
 /*
- * Every CHAMELEON_GUARD_NS, a pass over the CPUs' queues (guard_queue),
- * then one over their objects (guard_object) and starved tasks
- * (starve_check); then hotplug and unserved queues (hotplug_guard). Every
- * CHAMELEON_GUARD_IDLE_NS instead when the pass found nothing queued (ours
- * or a local queue), no CPU in a role other than NATIVE and nothing
- * draining.
+ * @c needs nothing more: its bit is cleared, then it is looked at again, so
+ * that what set the bit in between is either seen here or leaves it set.
+ * Whether it stays set.
+ */
+static bool guard_release(s32 c)
+{
+	u32 idx = CPU_IDX(c);
+	u64 bit = 1ULL << (idx & 63);
+
+	__sync_fetch_and_and(&guard_need[idx / 64].bits, ~bit);
+	if (!guard_needs(c)) {
+		return false;
+	}
+	guard_need_set(c);
+	return true;
+}
+
+/* chameleon_lowest_bit() as a call, so that guard_next() is one path. */
+int guard_bit(u64 word)
+{
+	return chameleon_lowest_bit(word);
+}
+
+/*
+ * The first CPU at or above @from whose guard_need bit is set, -1 if none.
+ * The pass's loops take their CPU from this call, and pass it only to
+ * calls: a CPU the verifier tracked across the turns of a loop (used there
+ * to index memory, or computed there from the bits) would make each turn a
+ * new state to verify. Global: verified once.
+ */
+int guard_next(s32 from)
+{
+	u32 nr_words = (nr_cpus + 63) / 64, w;
+
+	if (from < 0 || from >= nr_cpus)
+		return -1;
+	bpf_for(w, from / 64, nr_words) {
+		u64 bits = READ_ONCE(guard_need[w & (CHAMELEON_GUARD_WORDS - 1)].bits);
+
+		if (w == from / 64)
+			bits = bits >> (from & 63) << (from & 63);
+		if (bits)
+			return w * 64 + guard_bit(bits);
+	}
+	return -1;
+}
+
+/*
+ * Clear @c's bit if it needs nothing more; whether it keeps it. Global: no
+ * caller's loop tracks @c through its accesses.
+ */
+int guard_release_cpu(s32 c)
+{
+	return cpu_valid(c) && (guard_needs(c) || guard_release(c));
+}
+
+/* Guard's steps for CPU @c after its queue's (guard_queue): calls only (guard_next()). */
+int guard_cpu(s32 c, u64 now, u64 now_j)
+{
+	guard_object(c, now);
+	starve_check(c, now, now_j);
+	hotplug_guard_cpu(c, now, now_j);
+	hotplug_dying(c);
+	return 0;
+}
+
+/*
+ * The sweep (CHAMELEON_GUARD_SWEEP): sets the bit of the next CPUs in turn
+ * that need the guard. Whether it set any. Global: verified once.
+ */
+int guard_sweep(void)
+{
+	u32 i, n = chameleon_sweep_len(nr_cpus, CHAMELEON_GUARD_SWEEP);
+	bool found = false;
+
+	bpf_for(i, 0, n) {
+		u32 c = READ_ONCE(sweep_at);
+		u32 idx = CPU_IDX(c);
+
+		WRITE_ONCE(sweep_at, c + 1 < nr_cpus ? c + 1 : 0);
+		if (!cpu_valid(c) || (READ_ONCE(guard_need[idx / 64].bits) & (1ULL << (idx & 63))))
+			continue;
+		if (guard_needs(c)) {
+			guard_need_set(c);
+			__sync_fetch_and_add(&nr_guard_sweep_finds, 1);
+			found = true;
+		}
+	}
+	return found;
+}
+
+/*
+ * One pass over the CPUs whose guard_need bit is set: their queues first
+ * (guard_queue), then their objects (guard_object), starved tasks
+ * (starve_check), hotplug and unserved queues (hotplug_guard_cpu,
+ * hotplug_dying); the bits of CPUs left needing nothing are cleared, and the
+ * sweep looks at a few more. Queues before objects: a representative's
+ * lending bound (guard_object) is checked after its lent CPUs' waiters that
+ * may run elsewhere were moved (guard_queue), whatever the CPUs' order. A
+ * bit set during the pass is served by the loops after it, and whole by the
+ * next pass. Whether any bit is left set.
+ */
+static __always_inline bool guard_pass(u64 now, u64 now_j)
+{
+	bool kept = false;
+	s32 c = -1;
+	u32 i;
+
+	bpf_for(i, 0, nr_cpus) {
+		c = guard_next(c + 1);
+		if (c < 0)
+			break;
+		guard_queue(c, now);
+		__sync_fetch_and_add(&nr_guard_cpus, 1);
+	}
+	c = -1;
+	bpf_for(i, 0, nr_cpus) {
+		c = guard_next(c + 1);
+		if (c < 0)
+			break;
+		guard_cpu(c, now, now_j);
+	}
+	c = -1;
+	bpf_for(i, 0, nr_cpus) {
+		c = guard_next(c + 1);
+		if (c < 0)
+			break;
+		if (guard_release_cpu(c))
+			kept = true;
+	}
+	if (guard_sweep())
+		kept = true;
+	return kept;
+}
+
+/*
+ * Every CHAMELEON_GUARD_NS, a pass (guard_pass) over the CPUs that need the
+ * guard; every CHAMELEON_GUARD_IDLE_NS instead when none is left needing it
+ * (nothing queued, ours or a local queue; every CPU NATIVE; nothing
+ * draining). Its cost follows the CPUs that need it, not nr_cpus.
  */
 static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 {
@@ -251,9 +409,7 @@ static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 			      (now - init_at) / 1000000);
 		return 0;
 	}
-	u64 now_j = bpf_jiffies64(), period = CHAMELEON_GUARD_NS;
-	bool active = READ_ONCE(nr_to_drain);
-	u32 cpu;
+	u64 period = CHAMELEON_GUARD_NS;
 
 	/*
 	 * On a CPU going offline it does nothing (may_kick) and so counts as
@@ -263,24 +419,7 @@ static int guard_fn(void *map, int *key, struct bpf_timer *timer)
 	 */
 	if (!may_kick())
 		goto out;
-	/*
-	 * Every queue first, then the objects: a representative's lending
-	 * bound (guard_object) is checked after its lent CPUs' waiters that
-	 * may run elsewhere were moved (guard_queue), whatever the CPUs'
-	 * order. In one pass a representative numbered below its lent CPUs
-	 * split for waiters the next step would have moved.
-	 */
-	bpf_for(cpu, 0, nr_cpus)
-		guard_queue(cpu, now);
-	bpf_for(cpu, 0, nr_cpus) {
-		guard_object(cpu, now);
-		starve_check(cpu, now, now_j);
-		if (scx_bpf_dsq_nr_queued(cpu) || scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) ||
-		    role_word(cpu) != CHAMELEON_ROLE_NATIVE)
-			active = true;
-	}
-	hotplug_guard(now);
-	if (!active)
+	if (!guard_pass(now, bpf_jiffies64()) && !READ_ONCE(nr_to_drain))
 		period = CHAMELEON_GUARD_IDLE_NS;
 	WRITE_ONCE(guard_period, period);
 	WRITE_ONCE(guard_ran_at, now);

@@ -32,10 +32,13 @@ static void drain_done(struct cpu_hotplug *h)
 		__sync_fetch_and_sub(&nr_to_drain, 1);
 }
 
-static void drain_start(struct cpu_hotplug *h)
+static void drain_start(s32 cpu)
 {
+	struct cpu_hotplug *h = &cpu_hps[CPU_IDX(cpu)];
+
 	if (__sync_bool_compare_and_swap(&h->drain, 0, 1))
 		__sync_fetch_and_add(&nr_to_drain, 1);
+	guard_need_set(cpu);
 }
 
 /*
@@ -49,7 +52,7 @@ static void drain_start(struct cpu_hotplug *h)
 void hotplug_unrunnable(s32 cpu)
 {
 	if (cpu_valid(cpu))
-		drain_start(&cpu_hps[CPU_IDX(cpu)]);
+		drain_start(cpu);
 }
 
 /* @cpu went offline (ops.cpu_offline). */
@@ -59,7 +62,7 @@ void hotplug_cpu_gone(s32 cpu)
 
 	WRITE_ONCE(h->online, 0);
 	WRITE_ONCE(h->dying, 1);
-	drain_start(h);
+	drain_start(cpu);
 }
 
 /* @cpu is back (ops.cpu_online): what its queue still holds is its own to run. */
@@ -82,10 +85,47 @@ void hotplug_cpu_back(s32 cpu)
 #define CHAMELEON_RESCUE_NS	(200ULL * 1000 * 1000)
 
 /*
- * hotplug_guard()'s look at CPU @c (below). Global: the guard's loop verifies
- * one call, not each of its branches.
+ * From the guard timer: a dying CPU @c is kicked until the kernel took it
+ * out of the online mask; then it is no longer dying, and done draining
+ * once its queue is empty. Global: verified once.
  */
-int hotplug_guard_cpu(u32 c, u64 now)
+int hotplug_dying(u32 c)
+{
+	const struct cpumask *online;
+	struct cpu_hotplug *h;
+
+	if (!cpu_valid(c))
+		return 0;
+	h = &cpu_hps[CPU_IDX(c)];
+	if (!READ_ONCE(h->dying))
+		return 0;
+	online = scx_bpf_get_online_cpumask();
+
+	if (bpf_cpumask_test_cpu(c, online)) {
+		kick_cpu(c, SCX_KICK_IDLE);
+	} else {
+		WRITE_ONCE(h->dying, 0);
+		if (!scx_bpf_dsq_nr_queued(c))
+			drain_done(h);
+	}
+	scx_bpf_put_cpumask(online);
+	return 0;
+}
+
+/*
+ * From the guard timer, at jiffy @now_j, for CPU @c it looks at (guard_need):
+ * - an online CPU that idles while its own queue holds tasks is kicked: its
+ *   enqueue-time kick can be lost around hotplug;
+ * - a queue unserved for CHAMELEON_RESCUE_NS (chameleon_unserved_j()), or
+ *   that a higher class has held for CHAMELEON_RELEASE_NS (it told us, or
+ *   rt_held_long()), is drained like an offline CPU's;
+ * - a local queue no scx task has served for CHAMELEON_RELEASE_NS goes back
+ *   to enqueue (7.1+: the kernel re-enqueues a remote local queue; before,
+ *   enqueue never puts a movable task into another CPU's local queue);
+ * - a draining queue is moved out.
+ * Global: the guard's loop verifies one call, not each of its branches.
+ */
+int hotplug_guard_cpu(u32 c, u64 now, u64 now_j)
 {
 	struct cpu_hotplug *h;
 	struct cpu_run *cr;
@@ -112,12 +152,14 @@ int hotplug_guard_cpu(u32 c, u64 now)
 	 * whatever went wrong elsewhere, a hint left clear among it.
 	 */
 	if (!scx_bpf_dsq_nr_queued(c)) {
-		WRITE_ONCE(cr->dispatched_j, bpf_jiffies64());
+		h->queued_seen_j = 0;
 		cpu_releases[CPU_IDX(c)].rt_seen_at = 0;
 		if (h->drain && !h->dying)
 			drain_done(h);
 		return 0;
 	}
+	if (!h->queued_seen_j)
+		h->queued_seen_j = now_j ?: 1;
 	/*
 	 * An RT task the kernel did not tell us of holds the CPU while
 	 * its queue waits: as long as one it told us of (away).
@@ -127,53 +169,13 @@ int hotplug_guard_cpu(u32 c, u64 now)
 	/* A lent CPU idles on purpose: the lending bound serves its queue. */
 	if (h->online && !cr->running && !cpu_lent(c))
 		kick_cpu(c, SCX_KICK_IDLE);
-	if (!cpu_lent(c) &&
-	    (jiffies_to_ns(bpf_jiffies64() - READ_ONCE(cr->dispatched_j)) > CHAMELEON_RESCUE_NS || away) &&
-	    !h->drain) {
-		drain_start(h);
+	if (!cpu_lent(c) && !h->drain &&
+	    (jiffies_to_ns(chameleon_unserved_j(now_j, READ_ONCE(cr->dispatched_j), h->queued_seen_j)) >
+		     CHAMELEON_RESCUE_NS || away)) {
+		drain_start(c);
 		__sync_fetch_and_add(&nr_rescued, 1);
 	}
 	if (h->drain)
 		move_queue(c, h->online && !h->dying ? MOVE_MOVABLE : MOVE_ALL);
-	return 0;
-}
-
-/*
- * From the guard timer, every CHAMELEON_GUARD_NS:
- * - an online CPU that idles while its own queue holds tasks is kicked: its
- *   enqueue-time kick can be lost around hotplug;
- * - a queue whose CPU has not dispatched for CHAMELEON_RESCUE_NS, or that a
- *   higher class has held for CHAMELEON_RELEASE_NS (it told us), is drained
- *   like an offline CPU's;
- * - a local queue no scx task has served for CHAMELEON_RELEASE_NS goes back
- *   to enqueue (7.1+: the kernel re-enqueues a remote local queue; before,
- *   enqueue never puts a movable task into another CPU's local queue);
- * - draining queues are moved out, dying CPUs kicked until they are gone.
- */
-int hotplug_guard(u64 now)
-{
-	const struct cpumask *online = NULL;
-	u32 c;
-
-	bpf_for(c, 0, nr_cpus)
-		hotplug_guard_cpu(c, now);
-	if (!READ_ONCE(nr_to_drain))
-		return 0;
-	/* Kick every CPU still on its way down, until the kernel took it out of the online mask. */
-	online = scx_bpf_get_online_cpumask();
-	bpf_for(c, 0, nr_cpus) {
-		struct cpu_hotplug *h = &cpu_hps[CPU_IDX(c)];
-
-		if (!h->dying)
-			continue;
-		if (bpf_cpumask_test_cpu(c, online)) {
-			kick_cpu(c, SCX_KICK_IDLE);
-		} else {
-			WRITE_ONCE(h->dying, 0);
-			if (!scx_bpf_dsq_nr_queued(c))
-				drain_done(h);
-		}
-	}
-	scx_bpf_put_cpumask(online);
 	return 0;
 }

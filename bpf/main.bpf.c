@@ -327,7 +327,7 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 
 void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
 {
-	u64 t0;
+	u64 t0, now_j;
 	bool got;
 
 	if (!cpu_valid(cpu))
@@ -337,9 +337,12 @@ void BPF_STRUCT_OPS(chameleon_dispatch, s32 cpu, struct task_struct *prev)
 	/*
 	 * This queue is served (hotplug_guard rescues one that is not, after
 	 * CHAMELEON_RESCUE_NS): jiffies are precise enough for that and cost
-	 * a load, where a clock read is a helper call at every dispatch.
+	 * a load, where a clock read is a helper call at every dispatch. The
+	 * guard reads it: written once a jiffy, not at every dispatch.
 	 */
-	WRITE_ONCE(cpu_run(cpu)->dispatched_j, bpf_jiffies64());
+	now_j = bpf_jiffies64();
+	if (cpu_run(cpu)->dispatched_j != now_j)
+		WRITE_ONCE(cpu_run(cpu)->dispatched_j, now_j);
 	got = dispatch_cpu(cpu, prev);
 	if (t0)
 		pending_dispatched(cpu, t0, got);

@@ -147,6 +147,8 @@ bool preempt_release(s32 cpu, struct task_struct *next)
 
 	WRITE_ONCE(rl->released_kthread, next && is_pcpu_kthread(next));
 	WRITE_ONCE(rl->released_at, bpf_ktime_get_ns() ?: 1);
+	/* What waits for the CPU now waits for the guard's bounds. */
+	guard_need_set(cpu);
 	if (rl->released_kthread) {
 		if (fused)
 			cpu_stats[CPU_IDX(cpu)].nr_kthread_keeps++;

@@ -93,6 +93,9 @@ bool role_cas(s32 cpu, u32 ev, s32 arg)
 		return false;
 	if (chameleon_role_kind(old) != chameleon_role_kind(new))
 		placeable_note(cpu, new);
+	/* The guard bounds every role but NATIVE (its objects, lending, parking). */
+	if (new != CHAMELEON_ROLE_NATIVE)
+		guard_need_set(cpu);
 	return true;
 }
 

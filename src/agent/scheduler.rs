@@ -688,7 +688,7 @@ impl<'a> Scheduler<'a> {
         assign.remove_status();
         let bss = self.skel.maps.bss_data.as_ref().expect(".bss is mapped");
         crate::out!(
-            "summary events={} dropped={} demand_dropped={} cpu_online={} cpu_offline={} rescued={} starved={} guard_runs={} guard_restarts={} {} {}",
+            "summary events={} dropped={} demand_dropped={} cpu_online={} cpu_offline={} rescued={} starved={} guard_runs={} guard_cpus={} guard_sweep_finds={} guard_restarts={} {} {}",
             nr_events,
             bss.nr_events_dropped,
             bss.nr_demand_dropped,
@@ -697,6 +697,8 @@ impl<'a> Scheduler<'a> {
             bss.nr_rescued,
             bss.nr_starved,
             bss.nr_guard_runs,
+            bss.nr_guard_cpus,
+            bss.nr_guard_sweep_finds,
             bss.nr_guard_restarts,
             invariants_line(&bss.invariants),
             totals(&self.skel, self.nr_cpus).since(&start)

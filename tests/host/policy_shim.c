@@ -50,3 +50,8 @@ u32 host_role_lent(s32 rep) { return chameleon_role_lent(rep); }
 s32 host_role_with(u32 word) { return chameleon_role_with(word); }
 int host_role_lent_ok(u32 word, u32 rep_word) { return chameleon_role_lent_ok(word, rep_word); }
 u64 host_time_since(u64 now, u64 at) { return chameleon_time_since(now, at); }
+
+#include "guard.h"
+u32 host_lowest_bit(u64 w) { return chameleon_lowest_bit(w); }
+u64 host_unserved_j(u64 now_j, u64 dispatched_j, u64 seen_j) { return chameleon_unserved_j(now_j, dispatched_j, seen_j); }
+u32 host_sweep_len(u32 nr_cpus, u32 per_pass) { return chameleon_sweep_len(nr_cpus, per_pass); }

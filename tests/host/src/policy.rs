@@ -509,3 +509,40 @@ fn a_timestamp_newer_than_now_is_no_time_ago() {
         assert_eq!(host_released_long(now - 50 * MS, now, 50 * MS), 1);
     }
 }
+
+extern "C" {
+    fn host_lowest_bit(w: u64) -> u32;
+    fn host_unserved_j(now_j: u64, dispatched_j: u64, seen_j: u64) -> u64;
+    fn host_sweep_len(nr_cpus: u32, per_pass: u32) -> u32;
+}
+
+/// The guard walks the set bits of its words: every bit, lowest first.
+#[test]
+fn the_guard_finds_each_set_bit() {
+    for i in 0..64 {
+        assert_eq!(unsafe { host_lowest_bit(1u64 << i) }, i);
+        assert_eq!(unsafe { host_lowest_bit(u64::MAX << i) }, i);
+    }
+    let mut w: u64 = 0x8000_0001_0010_0006;
+    let mut seen = Vec::new();
+    while w != 0 {
+        seen.push(unsafe { host_lowest_bit(w) });
+        w &= w - 1;
+    }
+    assert_eq!(seen, vec![1, 2, 20, 32, 63]);
+}
+
+/// A queue is unserved from the later of its CPU's last dispatch and the
+/// guard's first sight of it holding tasks: a CPU that idled for a minute
+/// and just got a task is not a queue unserved for a minute.
+#[test]
+fn an_idle_cpus_old_dispatch_is_not_an_unserved_queue() {
+    unsafe {
+        assert_eq!(host_unserved_j(1000, 10, 995), 5, "seen 5 jiffies ago, dispatched long before");
+        assert_eq!(host_unserved_j(1000, 990, 900), 10, "dispatched after the guard first saw it");
+        assert_eq!(host_unserved_j(1000, 400, 0), 600, "not seen: its dispatch alone");
+        assert_eq!(host_unserved_j(1000, 1001, 0), 0, "a dispatch after now is no time ago");
+        assert_eq!(host_sweep_len(4, 8), 4);
+        assert_eq!(host_sweep_len(256, 8), 8);
+    }
+}
