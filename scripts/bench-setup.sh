@@ -8,6 +8,7 @@
 #   code need the trixie clang, as ours does) into the cache, keyed by the
 #   versions and the root. Idempotent; prints the peers' bin directory.
 #   scripts/bench-setup.sh [PEER...]   (PEER: scx_bpfland...: only those built)
+#   scripts/bench-setup.sh --layer     (the Debian packages only, no peer)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/config.sh"
@@ -37,6 +38,8 @@ if [ ! -f "$stamp" ]; then
 		{ tail -30 "$CACHE_DIR/bench-apt.log" >&2; exit 1; }
 	touch "$stamp"
 fi
+
+[ "${1:-}" != --layer ] || exit 0
 
 pkey=$(printf '%s\n' "$ROOT_DIR" "$PEERS" "$(rustc --version)" | sha256sum | cut -c1-16)
 peers=$CACHE_DIR/peers-$pkey
