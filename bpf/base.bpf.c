@@ -28,6 +28,8 @@ const volatile u64 wake_gran_ns = 1000ULL * 1000;
 const volatile bool cpuperf_on = true;
 /* The CPUs differ in capacity: fast ones first (fast.bpf.c). */
 const volatile bool hybrid;
+/* The shard of a cgroup's runnable count each CPU counts in: its LLC's (weight.bpf.c). */
+const volatile u8 cpu_cg_shard[CHAMELEON_MAX_CPUS];
 
 /* ---- Generations and times. ---- */
 /* When chameleon_init ran. */

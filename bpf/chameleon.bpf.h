@@ -41,6 +41,7 @@ extern const volatile u64 lend_wait_ns;
 extern const volatile u64 wake_gran_ns;
 extern const volatile bool cpuperf_on;
 extern const volatile bool hybrid;
+extern const volatile u8 cpu_cg_shard[CHAMELEON_MAX_CPUS];
 extern u64 init_at;	/* when chameleon_init ran */
 extern u64 tags_gen;	/* the agent's tag generation (base.bpf.c) */
 
@@ -623,6 +624,7 @@ void hotplug_cpu_gone(s32 cpu) __hidden;
 void hotplug_cpu_back(s32 cpu) __hidden;
 int hotplug_guard_cpu(u32 c, u64 now, u64 now_j);
 int hotplug_dying(u32 c);
+void hotplug_guard_released(s32 c) __hidden;
 void hotplug_unrunnable(s32 cpu) __hidden;
 
 /* ---- guard.bpf.c: the guard timer ---- */

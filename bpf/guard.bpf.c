@@ -45,11 +45,13 @@ u64 nr_guard_sweep_finds; /* CPUs the sweep found in need, their bit clear */
  * The sweep: besides the CPUs whose bit is set, each pass looks at this many
  * more in turn and sets the bit of any that needs the guard. A bit is set by
  * an enqueue before the kernel inserts the task, so a clear that counted the
- * queue in between leaves a queued task unseen; its CPU was kicked and
- * serves it, unless it stopped serving, and then the sweep finds it within
- * nr_cpus / CHAMELEON_GUARD_SWEEP passes.
+ * queue in between leaves a queued task unseen. Its CPU was kicked and
+ * serves it; what stops a CPU serving (a higher class, hotplug, a drain)
+ * sets the bit itself; the sweep is the last resort, within nr_cpus /
+ * CHAMELEON_GUARD_SWEEP passes. A constant, so that an idle pass costs the
+ * same on any machine.
  */
-#define CHAMELEON_GUARD_SWEEP	8
+#define CHAMELEON_GUARD_SWEEP	4
 
 u32 sweep_at;	/* the next CPU the sweep looks at */
 
@@ -269,6 +271,7 @@ static bool guard_release(s32 c)
 
 	__sync_fetch_and_and(&guard_need[idx / 64].bits, ~bit);
 	if (!guard_needs(c)) {
+		hotplug_guard_released(c);
 		return false;
 	}
 	guard_need_set(c);
@@ -350,8 +353,8 @@ int guard_sweep(void)
 }
 
 /*
- * One pass over the CPUs whose guard_need bit is set: their queues first
- * (guard_queue), then their objects (guard_object), starved tasks
+ * One pass over the CPUs whose guard_need bit is set: those that need
+ * nothing more lose it at once; the others' queues first (guard_queue), then their objects (guard_object), starved tasks
  * (starve_check), hotplug and unserved queues (hotplug_guard_cpu,
  * hotplug_dying); the bits of CPUs left needing nothing are cleared, and the
  * sweep looks at a few more. Queues before objects: a representative's
@@ -370,8 +373,10 @@ static __always_inline bool guard_pass(u64 now, u64 now_j)
 		c = guard_next(c + 1);
 		if (c < 0)
 			break;
-		guard_queue(c, now);
 		__sync_fetch_and_add(&nr_guard_cpus, 1);
+		/* Most often, on a machine at rest: a queued task already served. */
+		if (guard_release_cpu(c))
+			guard_queue(c, now);
 	}
 	c = -1;
 	bpf_for(i, 0, nr_cpus) {

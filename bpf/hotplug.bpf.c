@@ -113,6 +113,20 @@ int hotplug_dying(u32 c)
 }
 
 /*
+ * The guard cleared @c's guard_need bit: its queue empty, local queue
+ * empty, nothing draining. What the guard timed for it starts afresh when
+ * the bit is set again.
+ */
+void hotplug_guard_released(s32 c)
+{
+	struct cpu_release *rl = &cpu_releases[CPU_IDX(c)];
+
+	cpu_hps[CPU_IDX(c)].queued_seen_j = 0;
+	rl->rt_seen_at = 0;
+	rl->local_seen_at = 0;
+}
+
+/*
  * From the guard timer, at jiffy @now_j, for CPU @c it looks at (guard_need):
  * - an online CPU that idles while its own queue holds tasks is kicked: its
  *   enqueue-time kick can be lost around hotplug;

@@ -85,7 +85,7 @@ struct chameleon_tag {
 
 /*
  * A share of a cgroup's runnable count: a wake or a sleep is counted in the
- * shard of the CPU it happens on (a block of adjacent CPUs), each shard in
+ * shard of the CPU it happens on (its LLC's, cpu_cg_shard), each shard in
  * its own cache line, so that the CPUs of one machine do not all write one
  * word; the count is the shards' sum.
  */

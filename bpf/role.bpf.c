@@ -78,6 +78,43 @@ s32 roles_init(void)
 	return 0;
 }
 
+/*
+ * The one placement rule: may @p run on @cpu now (@why: enum
+ * chameleon_place)? The roles' rules are this unit's header's.
+ */
+bool may_run_on(struct task_struct *p __arg_trusted, s32 cpu, u32 why)
+{
+	if (!cpu_valid(cpu))
+		return false;
+	/*
+	 * An idle search of p->cpus_ptr gives only CPUs in it, and a task
+	 * allowed on every possible CPU may run on any: no kfunc call for
+	 * either (most tasks are the second).
+	 */
+	if (why != PLACE_PICKED && p->nr_cpus_allowed < nr_cpus) {
+		bool allowed;
+
+		/* An RCU pointer, read here as in a timer (older verifiers). */
+		bpf_rcu_read_lock();
+		allowed = bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
+		bpf_rcu_read_unlock();
+		if (!allowed)
+			return false;
+	}
+	if (why != PLACE_STAY && (!cpu_online(cpu) || cpu_held(cpu) ||
+				 READ_ONCE(cpu_hps[CPU_IDX(cpu)].drain)))
+		return false;
+	switch (role_kind(cpu)) {
+	case CHAMELEON_ROLE_REP:
+		return is_pcpu_kthread(p) || READ_ONCE(reps[CPU_IDX(cpu)].owner) == p->pid;
+	case CHAMELEON_ROLE_LENT:
+		return lent_cpu_runs(cpu, p);
+	case CHAMELEON_ROLE_PARKED:
+		return !task_movable(p);
+	}
+	return true;
+}
+
 /* One transition of @cpu's role word (role.h); false if it does not apply now. */
 bool role_cas(s32 cpu, u32 ev, s32 arg)
 {

@@ -116,18 +116,6 @@ static inline int chameleon_wake_preempts(u64 wake_vtime, u64 curr_vtime, u64 ra
  * a CPU 1:3; a cgroup of four runnable tasks at 100 weighs, all together,
  * what one task at 100 of another cgroup does.
  */
-/*
- * The shard of a cgroup's runnable count (intf.h) that @cpu of @nr_cpus
- * counts in: CPUs in CHAMELEON_CG_SHARDS blocks of adjacent ids, so that a
- * socket's CPUs share few shards and the sockets none.
- */
-static inline u32 chameleon_cg_shard(s32 cpu, u32 nr_cpus)
-{
-	if (cpu < 0 || !nr_cpus || (u32)cpu >= nr_cpus)
-		return 0;
-	return ((u32)cpu * CHAMELEON_CG_SHARDS / nr_cpus) & (CHAMELEON_CG_SHARDS - 1);
-}
-
 static inline u64 chameleon_group_weight(u64 task_weight, u64 cg_weight,
 					 u64 nr_runnable)
 {

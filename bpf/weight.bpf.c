@@ -18,7 +18,8 @@
  * Cost: a hash lookup and CHAMELEON_CG_SHARDS reads when a task starts
  * running (the weight its run is charged at is kept: run_weight()), and an
  * atomic on one shard of its cgroup's count when it wakes and sleeps, the
- * shard of the CPU it happens on; none for root's tasks.
+ * shard of the LLC of the CPU it happens on (cpu_cg_shard, from the agent):
+ * a shard's line is written within one LLC. None for root's tasks.
  */
 
 #include "chameleon.bpf.h"
@@ -62,7 +63,7 @@ void cg_count(struct task_ctx *tctx, bool on)
 		cw = cg_weight_of(tctx->wcg);
 		if (!cw)
 			return;
-		shard = chameleon_cg_shard(bpf_get_smp_processor_id(), nr_cpus);
+		shard = cpu_cg_shard[CPU_IDX(bpf_get_smp_processor_id())] & (CHAMELEON_CG_SHARDS - 1);
 		__sync_fetch_and_add(&cw->shards[shard].nr_runnable, 1);
 		tctx->wcounted = tctx->wcg;
 		tctx->wshard = shard;

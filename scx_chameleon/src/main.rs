@@ -47,6 +47,12 @@ struct Cli {
     #[command(flatten)]
     libbpf: scx_utils::libbpf_clap_opts::LibbpfOpts,
 
+    /// Print the BPF verifier's log of every program as it loads (libbpf's
+    /// debug output, to stderr): which functions cost the instructions
+    /// reported in the `verifier:` line.
+    #[arg(long)]
+    verifier_log: bool,
+
     /// Test only: make the policy report an error (scx_bpf_error) this many
     /// milliseconds after attaching, to check the exit path and its dump.
     #[arg(long, hide = true, value_name = "MS")]
@@ -663,6 +669,7 @@ fn run() -> Result<()> {
         exit_dump_len: cli.exit_dump_len,
         run_id: cli.run_id,
         libbpf: cli.libbpf,
+        verifier_log: cli.verifier_log,
         test_error_after: cli.test_error_after_ms.map(Duration::from_millis),
         test_panic_after: cli.test_panic_after_ms.map(Duration::from_millis),
     };

@@ -84,6 +84,8 @@ pub struct Opts {
     pub run_id: Option<u64>,
     /// libbpf's open options (--kconfig, --btf-custom-path, ...).
     pub libbpf: scx_utils::libbpf_clap_opts::LibbpfOpts,
+    /// --verifier-log: every program's verifier log, to stderr.
+    pub verifier_log: bool,
     /// Test only: the policy errors out this long after init.
     pub test_error_after: Option<Duration>,
     /// Test only: the agent panics in its main loop this long after it
@@ -116,6 +118,7 @@ impl Default for Opts {
             exit_dump_len: 0,
             run_id: None,
             libbpf: Default::default(),
+            verifier_log: false,
             test_error_after: None,
             test_panic_after: None,
         }
@@ -314,6 +317,9 @@ impl<'a> Scheduler<'a> {
         }
 
         let builder = BpfSkelBuilder::default();
+        if opts.verifier_log {
+            libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, |_, msg: String| eprint!("{msg}"))));
+        }
         let open_opts = opts.libbpf.clone().into_bpf_open_opts();
         let mut skel = scx_ops_open!(builder, open_object, chameleon_ops, open_opts)?;
         let rodata = skel.maps.rodata_data.as_mut().context("no .rodata in BPF object")?;
@@ -326,7 +332,19 @@ impl<'a> Scheduler<'a> {
         rodata.lend_wait_ns = opts.lend_wait_ms * 1_000_000;
         rodata.run_id = opts.run_id.unwrap_or(0);
         rodata.test_error_after_ns = opts.test_error_after.map_or(0, |d| d.as_nanos().max(1) as u64);
+        let shards = crate::nodes::cg_shard::cg_shards(
+            &crate::nodes::steal::places()?,
+            nr_cpus,
+            bpf_intf::CHAMELEON_CG_SHARDS as usize,
+        );
+        rodata.cpu_cg_shard[..nr_cpus].copy_from_slice(&shards);
         skel.struct_ops.chameleon_ops_mut().timeout_ms = opts.watchdog_timeout_ms;
+        if opts.verifier_log {
+            // Level 2: every instruction the verifier walks, by function.
+            for mut prog in libbpf_rs::skel::OpenSkel::open_object_mut(&mut skel).progs_mut() {
+                prog.set_log_level(2);
+            }
+        }
         skel.struct_ops.chameleon_ops_mut().exit_dump_len = opts.exit_dump_len;
         // The sched_switch hook sees higher classes come and go (preempt.bpf.c);
         // 6.19+ re-enqueues a local queue from any context, and there the hook

@@ -7,6 +7,7 @@
 
 pub mod affinity;
 pub mod auto_tax;
+pub mod cg_shard;
 pub mod fast_share;
 pub mod node;
 pub mod node_manager;

@@ -24,7 +24,6 @@ u32 host_fuse_size(u32 nr, u32 ok) { return chameleon_fuse_size(nr, ok); }
 int host_must_split(u64 fused, u64 gran, int has, u64 wv, u64 vr) { return chameleon_must_split(fused, gran, has, wv, vr); }
 u64 host_vthread_place(u64 vr, u64 clock) { return chameleon_vthread_place(vr, clock); }
 u64 host_group_weight(u64 tw, u64 cw, u64 nr) { return chameleon_group_weight(tw, cw, nr); }
-u32 host_cg_shard(s32 cpu, u32 nr_cpus) { return chameleon_cg_shard(cpu, nr_cpus); }
 u64 host_vtime_cap(u64 v, u64 clock, u64 bound, u64 w) { return chameleon_vtime_cap(v, clock, bound, w); }
 int host_wake_preempts(u64 wv, u64 cv, u64 ran, u64 w, u64 gran)
 {

@@ -446,37 +446,6 @@ fn cgroup_weight_scales_and_is_shared_among_the_cgroups_runnable_tasks() {
     }
 }
 
-extern "C" {
-    fn host_cg_shard(cpu: i32, nr_cpus: u32) -> u32;
-}
-
-#[test]
-fn cgroup_count_shards_are_blocks_of_adjacent_cpus() {
-    let shards = chameleon::bpf_intf::CHAMELEON_CG_SHARDS;
-    for nr in [1u32, 2, 3, 4, 5, 32, 128, 511, 512] {
-        let of: Vec<u32> = (0..nr as i32).map(|c| unsafe { host_cg_shard(c, nr) }).collect();
-        // In range, and never decreasing: each shard a block of adjacent CPUs.
-        assert!(of.iter().all(|&s| s < shards), "{nr}: {of:?}");
-        assert!(of.windows(2).all(|w| w[0] <= w[1]), "{nr}: {of:?}");
-        // Every shard used once there are as many CPUs, the blocks even to one CPU.
-        if nr >= shards {
-            for s in 0..shards {
-                let n = of.iter().filter(|&&x| x == s).count() as u32;
-                assert!(n >= nr / shards && n <= nr / shards + 1, "{nr}: shard {s} has {n}");
-            }
-        }
-    }
-    // Two sockets of 16 CPUs each: no shard spans both.
-    let of: Vec<u32> = (0..32).map(|c| unsafe { host_cg_shard(c, 32) }).collect();
-    assert!(of[..16].iter().all(|s| !of[16..].contains(s)));
-    // Out of range: shard 0, never an index past the array.
-    unsafe {
-        assert_eq!(host_cg_shard(-1, 32), 0);
-        assert_eq!(host_cg_shard(32, 32), 0);
-        assert_eq!(host_cg_shard(0, 0), 0);
-    }
-}
-
 #[test]
 fn perf_target_follows_use_with_headroom() {
     unsafe {

@@ -12,7 +12,9 @@
 # INSN_LOADS (default "hackbench pipe"): hackbench = hackbench -p -g G -f 10
 # -l INSN_HB_LOOPS (default 2000), G = INSN_HB_GROUPS (default vCPUs / 2, at
 # least 1), in messages (G x 10 senders x 10 receivers x loops); pipe =
-# perf bench sched pipe -l INSN_PIPE_LOOPS (default 20000), in round trips.
+# perf bench sched pipe -l INSN_PIPE_LOOPS (default 20000), in round trips;
+# idle = sleep INSN_IDLE_S (default 5) on the idle machine, in seconds (the
+# guard timer's cost at rest).
 # Printed:
 #   INSN header cpus=N kernel=K
 #   INSN ksym SCHED ADDR NAME                 (one per symbol kept)
@@ -27,6 +29,7 @@ groups=${INSN_HB_GROUPS:-$((cpus / 2))}
 [ "$groups" -ge 1 ] || groups=1
 hb_loops=${INSN_HB_LOOPS:-2000}
 pipe_loops=${INSN_PIPE_LOOPS:-20000}
+idle_s=${INSN_IDLE_S:-5}
 # Our agent's watchdog at the kernel's longest (lib.sh's 5 s is for tests):
 # 64 vCPUs on 2 host cores with the plugin starve the watchdog's own work
 # (64 vCPUs: "watchdog failed to check in for 5.2s" after the pipe load).
@@ -63,6 +66,9 @@ for sched in "$@"; do
 		pipe)
 			set -- perf bench sched pipe -l "$pipe_loops"
 			units=$pipe_loops unit=round_trip ;;
+		idle)
+			set -- sleep "$idle_s"
+			units=$idle_s unit=second ;;
 		*) fail "unknown load $load" ;;
 		esac
 		# insn_mark reads every program's run_cnt right before the window
