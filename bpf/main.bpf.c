@@ -113,13 +113,17 @@ static __always_inline void task_wakes(struct task_struct *p, struct task_ctx *t
 
 /*
  * select_cpu found @cpu idle for @p: hand it over (direct()), with its wake
- * if the insert is direct (no ops.enqueue follows one).
+ * if the insert is direct (no ops.enqueue follows one). Global: its three
+ * call sites would each verify task_wakes() where inserts are direct (7.1+).
  */
-static __always_inline void wake_direct(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+int wake_direct(struct task_struct *p __arg_trusted, s32 cpu)
 {
+	struct task_ctx *tctx = task_ctx(p);
+
 	if (tctx && !tctx->awake && local_handoff())
 		task_wakes(p, tctx, cpu);
 	direct(p, tctx);
+	return 0;
 }
 
 s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
@@ -133,7 +137,7 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	cpu = tctx ? task_rep(p, tctx) : -1;
 	if (cpu >= 0) {
 		if (may_run_on(p, cpu, PLACE_NEW) && scx_bpf_test_and_clear_cpu_idle(cpu))
-			wake_direct(p, tctx, cpu);
+			wake_direct(p, cpu);
 		return cpu;
 	}
 
@@ -141,7 +145,7 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (wants_fast(p, prev_cpu)) {
 		cpu = pick_idle_fast(p);
 		if (cpu >= 0) {
-			wake_direct(p, tctx, cpu);
+			wake_direct(p, cpu);
 			__sync_fetch_and_add(&nr_fast_moves, 1);
 			return cpu;
 		}
@@ -159,7 +163,7 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 */
 	if (!READ_ONCE(cpu_run(prev_cpu)->running) && may_run_on(p, prev_cpu, PLACE_NEW) &&
 	    scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
-		wake_direct(p, tctx, prev_cpu);
+		wake_direct(p, prev_cpu);
 		return prev_cpu;
 	}
 
@@ -186,7 +190,7 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		}
 	}
 	if (is_idle)
-		wake_direct(p, tctx, cpu);
+		wake_direct(p, cpu);
 	else if (tctx)
 		tctx->wake_busy = 1;
 	return cpu;
