@@ -603,8 +603,8 @@ struct placement {
 	s32	cpu;
 	u32	how;
 };
-void place_task(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags,
-		struct placement *pl) __hidden;
+int place_task(struct task_struct *p __arg_trusted, struct task_ctx *tctx, s32 cpu, u64 enq_flags,
+	       struct placement *pl);
 void place_queued(struct task_struct *p, u64 enq_flags, struct placement *pl) __hidden;
 s32 pick_rep_to_split(struct task_struct *p __arg_trusted, s32 cpu) __hidden;
 s32 pick_other(struct task_struct *p __arg_trusted, s32 cpu);

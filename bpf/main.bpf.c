@@ -200,7 +200,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = task_cpu_of(p);
 	struct task_ctx *tctx = task_ctx(p);
-	struct placement pl;
+	struct placement pl = {};
 
 	/*
 	 * enable() gave every task a context and the agent refuses machines

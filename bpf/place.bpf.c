@@ -234,13 +234,16 @@ static __always_inline void place_in_queue(struct task_struct *p, struct task_ct
  *    (INSERT_FRONT), into the representative's local queue if its owner
  *    runs next there anyway, else in vtime order (INSERT_QUEUE).
  * What select_cpu found for the wake (wake_idle, wake_busy) is used up here.
+ * Global: verified once, not inlined into the op's paths.
  */
-void place_task(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags,
-		struct placement *pl)
+int place_task(struct task_struct *p __arg_trusted, struct task_ctx *tctx, s32 cpu, u64 enq_flags,
+	       struct placement *pl)
 {
 	bool here, wake_idle, wake_busy, movable;
 	s32 rep, idle = -1, fast;
 
+	if (!tctx || !pl)
+		return 0;
 	pl->kick = 0;
 	pl->vtime = 0;
 	wake_idle = tctx->wake_idle;
@@ -262,7 +265,7 @@ void place_task(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_f
 	if (rep < 0 && here && movable && wants_fast(p, cpu) && (fast = pick_idle_fast(p)) >= 0) {
 		pl->how = INSERT_HANDOFF_FAST;
 		pl->cpu = fast;
-		return;
+		return 0;
 	}
 
 	/*
@@ -276,7 +279,7 @@ void place_task(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_f
 	if ((enq_flags & SCX_ENQ_LAST) && here && local_handoff() && may_run_on(p, cpu, PLACE_STAY)) {
 		pl->how = INSERT_LOCAL;
 		pl->kick = SCX_KICK_IDLE;
-		return;
+		return 0;
 	}
 
 	/*
@@ -298,7 +301,7 @@ void place_task(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_f
 		pl->how = INSERT_LOCAL_ON;
 		if (enq_flags & SCX_ENQ_LAST)
 			pl->kick = SCX_KICK_IDLE;
-		return;
+		return 0;
 	}
 
 	/*
@@ -325,15 +328,16 @@ void place_task(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_f
 		if (idle >= 0) {
 			pl->how = INSERT_HANDOFF;
 			pl->cpu = idle;
-			return;
+			return 0;
 		}
 	} else if (wake_idle && rep >= 0 && here) {
 		pl->how = INSERT_HANDOFF;
-		return;
+		return 0;
 	}
 
 	/* 6. Its CPU's queue. */
 	place_in_queue(p, tctx, cpu, rep, here, enq_flags, pl);
+	return 0;
 }
 
 /*
