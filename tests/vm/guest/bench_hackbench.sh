@@ -23,11 +23,7 @@ echo "BENCH header kernel=$(uname -r) cpus=$(nproc) hackbench=[$HB_ARGS] rounds=
 echo 0 >/proc/sys/kernel/bpf_stats_enabled 2>/dev/null || true
 round=1
 while [ $round -le "$rounds" ]; do
-	set -- $scheds
-	k=$(( (round - 1) % $# ))
-	while [ $k -gt 0 ]; do
-		first=$1; shift; set -- "$@" "$first"; k=$((k - 1))
-	done
+	set -- $(sched_order "$round" $scheds)
 	for sched in "$@"; do
 		start_sched $sched
 		# Let the attach settle (the agent's first reconcile) first.

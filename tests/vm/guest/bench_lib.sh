@@ -66,3 +66,18 @@ stop_sched() {
 	scx_*) stop_peer "$1" ;;
 	esac
 }
+
+# The schedulers "$2"... in round $1's turn order (1-based): rotated by the
+# round, so that no scheduler always runs first (cold) or last.
+sched_order() {
+	_r=$1
+	shift
+	_k=$(( (_r - 1) % $# ))
+	while [ "$_k" -gt 0 ]; do
+		_f=$1
+		shift
+		set -- "$@" "$_f"
+		_k=$((_k - 1))
+	done
+	echo "$@"
+}

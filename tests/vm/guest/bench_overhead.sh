@@ -145,12 +145,7 @@ workloads() {
 
 round=1
 while [ $round -le "$rounds" ]; do
-	# Rotate the order: no scheduler always runs first (cold) or last.
-	set -- $scheds
-	k=$(( (round - 1) % $# ))
-	while [ $k -gt 0 ]; do
-		first=$1; shift; set -- "$@" "$first"; k=$((k - 1))
-	done
+	set -- $(sched_order "$round" $scheds)
 	for sched in "$@"; do
 		start_sched $sched
 		workloads
