@@ -164,7 +164,14 @@ struct rep_ctx {
 	u32	generation;		/* of the assignment it was fused from */
 	u64	pending;		/* seq << 32 | positions not yet idle / back */
 	u32	tax;			/* hundredths, refreshed from the assignment */
-	u32	pad;
+	/*
+	 * Accumulators of loops, in memory, where one in a register would
+	 * make each turn of a loop a new state for the verifier: the fuse's
+	 * or the split's positions (one decision at a time: the role CAS that
+	 * begins it), and lend_due()'s answer to this CPU's own tick.
+	 */
+	u32	decision_acc;
+	u32	tick_acc;
 	u64	owner_cgid;
 	u64	decision_at;		/* of the fuse or split in flight */
 	u64	decision_cost;
@@ -504,7 +511,8 @@ void cg_weight_exit(u64 cgid) __hidden;
 bool cpu_held(s32 cpu) __hidden;
 int kthread_holds(s32 cpu);
 u64 resume_vtime(s32 cpu, u64 vtime);
-bool preempt_release(s32 cpu, struct task_struct *next) __hidden;
+bool preempt_release(s32 cpu, struct task_struct *next, bool waiting) __hidden;
+void local_insert_watch(s32 cpu) __hidden;
 bool preempt_split_due(s32 cpu) __hidden;
 void preempt_acquire(s32 cpu) __hidden;
 u64 released_at(s32 cpu) __hidden;
@@ -530,7 +538,7 @@ s32 kwork_sibling(s32 cpu) __hidden;
 void pending_dispatched(s32 cpu, u64 t0, bool dispatched) __hidden;
 void pending_switched(s32 cpu, bool stopping) __hidden;
 void lend_owed_served(s32 cpu, struct task_struct *p) __hidden;
-int lend_due(s32 rep, u64 now, u64 bound_ns);
+int lend_due(s32 rep, u64 now, u64 bound_ns, u32 *acc);
 int waiter_due(s32 rep, struct task_ctx *owner, u64 now);
 u32 begin_decision(s32 rep, u64 now);
 int publish_pending(s32 rep, u32 pending, u64 kick_flags, u32 seq);

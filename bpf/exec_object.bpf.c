@@ -238,7 +238,7 @@ int split(s32 rep, u32 reason)
 	struct rep_ctx *rc = rep_ctx(rep);
 	struct chameleon_cpu_stats *st = stats_here();
 	u64 t0 = bpf_ktime_get_ns();
-	u32 i, pending = 0, nr, seq;
+	u32 i, pending, nr, seq;
 	s32 c;
 
 	if (!rc || !role_cas(rep, CHAMELEON_RE_SPLIT_BEGIN, 0))
@@ -254,6 +254,7 @@ int split(s32 rep, u32 reason)
 	rc->split_fused_ns = t0 - rc->fused_at;
 	rc->decision_at = t0;
 	rc->pending_kind = CHAMELEON_EV_SPLIT;
+	rc->decision_acc = 0;
 	for_each_lent(i, c, rc->cpus, nr) {
 		/*
 		 * Cleared while the CPU is still ours: once given back, the
@@ -266,8 +267,9 @@ int split(s32 rep, u32 reason)
 		if (!(rc->flags & CHAMELEON_ASSIGN_KWORK))
 			proxy_reclaim(c);
 		if (cpu_online(c))
-			pending |= 1U << i;
+			rc->decision_acc |= 1U << i;
 	}
+	pending = rc->decision_acc;
 	if (rc->flags & CHAMELEON_ASSIGN_KWORK)
 		proxy_reclaim(rep);
 	proxy_speed(rep, 0);
@@ -414,8 +416,9 @@ int try_fuse(struct task_struct *p __arg_trusted, struct task_ctx *tctx,
 	rc->charged_until = t0;
 	rc->owner_off_at = 0;
 	rc->decision_at = t0;
-	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS)
-		rc->cpus[i] = i < size ? a->cpus[i] : -1;
+	__builtin_memcpy(rc->cpus, a->cpus, sizeof(rc->cpus));
+	bpf_for(i, size, CHAMELEON_OBJ_MAX_CPUS)
+		rc->cpus[obj_idx(i)] = -1;
 	tctx->fused_rep = cpu + 1;
 
 	/*
@@ -423,14 +426,16 @@ int try_fuse(struct task_struct *p __arg_trusted, struct task_ctx *tctx,
 	 * picked a task since we looked. Only the busy ones are waited for, and
 	 * their tasks (and any already queued) start the lending bound.
 	 */
+	rc->decision_acc = 0;
 	for_each_lent(i, c, a->cpus, size) {
 		bool busy = cpu_run(c)->running;
 
 		WRITE_ONCE(cpu_lend(c)->lend_wait_since,
 			   busy || scx_bpf_dsq_nr_queued(c) ? t0 : 0);
 		if (busy)
-			pending |= 1U << i;
+			rc->decision_acc |= 1U << i;
 	}
+	pending = rc->decision_acc;
 	rc->pending_kind = size < nr ? CHAMELEON_EV_PARTIAL_FUSE : CHAMELEON_EV_FUSE;
 	rc->decision_cost = bpf_ktime_get_ns() - t0;
 	role_cas(cpu, CHAMELEON_RE_FUSE_DONE, 0);
@@ -556,7 +561,7 @@ int object_tick(struct task_struct *p __arg_trusted, s32 cpu)
 		return split(cpu, CHAMELEON_SPLIT_RETAG);
 	rc->tax = a.tax;
 	rc->flags = a.flags;
-	if (lend_due(cpu, now, lend_wait_ns + 2 * CHAMELEON_GUARD_NS))
+	if (lend_due(cpu, now, lend_wait_ns + 2 * CHAMELEON_GUARD_NS, &rc->tick_acc))
 		return split(cpu, CHAMELEON_SPLIT_BOUND);
 	if (!(rc->flags & CHAMELEON_ASSIGN_HOLD) && waiter_due(cpu, tctx, now))
 		return split(cpu, CHAMELEON_SPLIT_TICK);

@@ -54,6 +54,8 @@ u64 nr_guard_sweep_finds; /* CPUs the sweep found in need, their bit clear */
 #define CHAMELEON_GUARD_SWEEP	4
 
 u32 sweep_at;	/* the next CPU the sweep looks at */
+/* An accumulator in memory for the loops the guard calls (rep_ctx.tick_acc). */
+u32 guard_acc;
 
 /*
  * Name a starved tail task of CPU @c's queue. On a lent CPU the lending
@@ -234,7 +236,7 @@ int guard_object(s32 cpu, u64 now)
 			if (!split(cpu, CHAMELEON_SPLIT_AWAY) && cpu_fused(cpu) &&
 			    READ_ONCE(rc->seq) == seq)
 				__sync_fetch_and_add(&invariants.owner_gone, 1);
-		} else if (lend_due(cpu, now, lend_wait_ns)) {
+		} else if (lend_due(cpu, now, lend_wait_ns, &guard_acc)) {
 			split(cpu, CHAMELEON_SPLIT_BOUND);
 		}
 		return 0;
@@ -352,18 +354,18 @@ int guard_sweep(void)
 	return found;
 }
 
+enum guard_step {
+	GUARD_QUEUES,	/* release what needs nothing, else its queue (guard_queue) */
+	GUARD_CPUS,	/* objects, starved tasks, hotplug (guard_cpu) */
+	GUARD_RELEASE,	/* release what the steps before left needing nothing */
+};
+
 /*
- * One pass over the CPUs whose guard_need bit is set: those that need
- * nothing more lose it at once; the others' queues first (guard_queue), then their objects (guard_object), starved tasks
- * (starve_check), hotplug and unserved queues (hotplug_guard_cpu,
- * hotplug_dying); the bits of CPUs left needing nothing are cleared, and the
- * sweep looks at a few more. Queues before objects: a representative's
- * lending bound (guard_object) is checked after its lent CPUs' waiters that
- * may run elsewhere were moved (guard_queue), whatever the CPUs' order. A
- * bit set during the pass is served by the loops after it, and whole by the
- * next pass. Whether any bit is left set.
+ * One step of a pass over the CPUs whose guard_need bit is set; whether any
+ * CPU keeps its bit. Global, the step an argument: one loop to verify, not
+ * one per step.
  */
-static __always_inline bool guard_pass(u64 now, u64 now_j)
+int guard_loop(u32 step, u64 now, u64 now_j)
 {
 	bool kept = false;
 	s32 c = -1;
@@ -373,26 +375,39 @@ static __always_inline bool guard_pass(u64 now, u64 now_j)
 		c = guard_next(c + 1);
 		if (c < 0)
 			break;
-		__sync_fetch_and_add(&nr_guard_cpus, 1);
-		/* Most often, on a machine at rest: a queued task already served. */
-		if (guard_release_cpu(c))
-			guard_queue(c, now);
-	}
-	c = -1;
-	bpf_for(i, 0, nr_cpus) {
-		c = guard_next(c + 1);
-		if (c < 0)
-			break;
-		guard_cpu(c, now, now_j);
-	}
-	c = -1;
-	bpf_for(i, 0, nr_cpus) {
-		c = guard_next(c + 1);
-		if (c < 0)
-			break;
-		if (guard_release_cpu(c))
+		if (step == GUARD_QUEUES) {
+			__sync_fetch_and_add(&nr_guard_cpus, 1);
+			/* Most often, on a machine at rest: a queued task already served. */
+			if (guard_release_cpu(c))
+				guard_queue(c, now);
+		} else if (step == GUARD_CPUS) {
+			guard_cpu(c, now, now_j);
+		} else if (guard_release_cpu(c)) {
 			kept = true;
+		}
 	}
+	return kept;
+}
+
+/*
+ * One pass over the CPUs whose guard_need bit is set: those that need
+ * nothing more lose it at once; the others' queues first (guard_queue),
+ * then their objects (guard_object), starved tasks (starve_check), hotplug
+ * and unserved queues (hotplug_guard_cpu, hotplug_dying); the bits of CPUs
+ * left needing nothing are cleared, and the sweep looks at a few more.
+ * Queues before objects: a representative's lending bound (guard_object) is
+ * checked after its lent CPUs' waiters that may run elsewhere were moved
+ * (guard_queue), whatever the CPUs' order. A bit set during the pass is
+ * served by the steps after it, and whole by the next pass. Whether any bit
+ * is left set.
+ */
+static __always_inline bool guard_pass(u64 now, u64 now_j)
+{
+	bool kept;
+
+	guard_loop(GUARD_QUEUES, now, now_j);
+	guard_loop(GUARD_CPUS, now, now_j);
+	kept = guard_loop(GUARD_RELEASE, now, now_j);
 	if (guard_sweep())
 		kept = true;
 	return kept;

@@ -34,19 +34,23 @@ int obj_pos(struct rep_ctx *rc, s32 cpu)
 	return -1;
 }
 
-/* The slowest of @rc's lent CPUs that finished their part of decision @seq. */
-static u32 object_local_max(struct rep_ctx *rc, u32 seq)
+/*
+ * Into @ev: the slowest of @rc's lent CPUs that finished their part of
+ * decision @seq. The maximum is kept in the event, not in a register, which
+ * would make each turn of the loop a new state for the verifier.
+ */
+static void object_local_max(struct rep_ctx *rc, u32 seq, struct chameleon_event *ev)
 {
-	u32 i, max = 0;
+	u32 i;
 	s32 c;
 
+	ev->local_ns = 0;
 	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
 		struct cpu_lend *cl = cpu_lend(c);
 
-		if (cl->local_seq == seq && cl->local_ns > max)
-			max = cl->local_ns;
+		if (cl->local_seq == seq && cl->local_ns > ev->local_ns)
+			ev->local_ns = cl->local_ns;
 	}
-	return max;
 }
 
 /*
@@ -71,15 +75,16 @@ int emit_object(s32 rep, u64 latency, u32 flags, u32 seq)
 	ev->ts_ns = rc->decision_at;
 	ev->latency_ns = latency;
 	ev->cost_ns = rc->decision_cost;
-	ev->local_ns = object_local_max(rc, seq);
+	object_local_max(rc, seq, ev);
 	ev->level = rc->nr_requested;
 	ev->nr_cpus = rc->nr_cpus;
 	if (kind == CHAMELEON_EV_SPLIT) {
 		ev->reason = rc->reason;
 		ev->run_ns = rc->split_fused_ns;
 	}
-	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS)
-		ev->cpus[i] = i < rc->nr_cpus ? rc->cpus[i] : -1;
+	__builtin_memcpy(ev->cpus, rc->cpus, sizeof(ev->cpus));
+	bpf_for(i, rc->nr_cpus, CHAMELEON_OBJ_MAX_CPUS)
+		ev->cpus[obj_idx(i)] = -1;
 	if (READ_ONCE(rc->seq) != seq)
 		flags |= CHAMELEON_EVF_SUPERSEDED;
 	ev->flags = flags;
@@ -225,17 +230,18 @@ int publish_pending(s32 rep, u32 pending, u64 kick_flags, u32 seq)
  * bound; the tick's backstop is later, so that the guard timer first moves
  * the waiters that may run elsewhere), or CHAMELEON_RELEASE_NS more if none
  * of them is pinned there (chameleon_lend_bound())? Those CPUs are then not
- * lent again for a slice, so that the waiter runs.
+ * lent again for a slice, so that the waiter runs. @acc: the caller's own
+ * memory for the answer as the loop finds it (rep_ctx.tick_acc).
  */
-int lend_due(s32 rep, u64 now, u64 bound_ns)
+int lend_due(s32 rep, u64 now, u64 bound_ns, u32 *acc)
 {
 	struct rep_ctx *rc = rep_ctx(rep);
-	int due = 0;
 	u32 i;
 	s32 c;
 
-	if (!rc)
+	if (!rc || !acc)
 		return 0;
+	*acc = 0;
 	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
 		struct cpu_lend *cl = cpu_lend(c);
 
@@ -245,10 +251,10 @@ int lend_due(s32 rep, u64 now, u64 bound_ns)
 							    CHAMELEON_RELEASE_NS))) {
 			cl->lend_block_until = now + slice_ns;
 			cl->lend_owed_by = rep + 1;
-			due = 1;
+			*acc = 1;
 		}
 	}
-	return due;
+	return *acc;
 }
 
 /*

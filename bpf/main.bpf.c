@@ -235,12 +235,14 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	case INSERT_LOCAL:
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+		local_insert_watch(cpu);
 		break;
 	case INSERT_LOCAL_ON_VTIME:
 		scx_bpf_task_set_dsq_vtime(p, pl.vtime);
 		/* fallthrough */
 	case INSERT_LOCAL_ON:
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
+		local_insert_watch(cpu);
 		break;
 	case INSERT_FRONT:
 		scx_bpf_dsq_insert_vtime(p, cpu, 0, pl.vtime, enq_flags);
@@ -547,7 +549,7 @@ void BPF_STRUCT_OPS(chameleon_cgroup_move, struct task_struct *p,
 
 void BPF_STRUCT_OPS(chameleon_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
-	if (cpu_valid(cpu) && preempt_release(cpu, args->task))
+	if (cpu_valid(cpu) && preempt_release(cpu, args->task, true))
 		split(cpu, CHAMELEON_SPLIT_PREEMPT);
 	scx_bpf_reenqueue_local();
 }

@@ -140,15 +140,22 @@ u64 resume_vtime(s32 cpu, u64 vtime)
  * this once until the CPU is ours again, so an RT task that follows the
  * kthread would find the local queue full and never let it run.
  */
-bool preempt_release(s32 cpu, struct task_struct *next)
+bool preempt_release(s32 cpu, struct task_struct *next, bool waiting)
 {
 	struct cpu_release *rl = &cpu_releases[CPU_IDX(cpu)];
 	bool fused = cpu_fused(cpu);
 
 	WRITE_ONCE(rl->released_kthread, next && is_pcpu_kthread(next));
 	WRITE_ONCE(rl->released_at, bpf_ktime_get_ns() ?: 1);
-	/* What waits for the CPU now waits for the guard's bounds. */
-	guard_need_set(cpu);
+	/*
+	 * What waits for the CPU now waits for the guard's bounds. Its own
+	 * queue's tasks keep its bit set themselves (queue_hint_set()), as
+	 * does a role other than NATIVE, and a task put into its local queue
+	 * from now on sets it (local_insert_watch()): only a local queue
+	 * holding tasks now (@waiting) needs it set here.
+	 */
+	if (waiting)
+		guard_need_set(cpu);
 	if (rl->released_kthread) {
 		if (fused)
 			cpu_stats[CPU_IDX(cpu)].nr_kthread_keeps++;
@@ -207,6 +214,7 @@ int BPF_PROG(chameleon_sched_switch, bool preempt, struct task_struct *prev,
 {
 	bool to_high = next->prio < CHAMELEON_MAX_RT_PRIO;
 	bool from_high = prev->prio < CHAMELEON_MAX_RT_PRIO;
+	bool waiting;
 	s32 cpu;
 
 	if (!to_high && !from_high)
@@ -233,9 +241,30 @@ int BPF_PROG(chameleon_sched_switch, bool preempt, struct task_struct *prev,
 	 * well within a guard period, and an object split at once for each
 	 * of them would lose much of its fused time to turns it outlives.
 	 */
-	preempt_release(cpu, next);
-	scx_bpf_reenqueue_local_from_anywhere();
+	/*
+	 * A CPU the higher class took from its idle loop has nothing in its
+	 * local queue: no re-enqueue, no guard (on a machine at rest, the
+	 * stopper's watchdog turn every few seconds on each CPU would
+	 * otherwise cost a guard look per CPU per turn). The count is exact:
+	 * every insert into a local queue holds its CPU's runqueue lock, as
+	 * this hook does.
+	 */
+	waiting = scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0;
+	preempt_release(cpu, next, waiting);
+	if (waiting)
+		scx_bpf_reenqueue_local_from_anywhere();
 	return 0;
+}
+
+/*
+ * @p goes into @cpu's local queue (enqueue, under @cpu's runqueue lock): if
+ * a higher class holds @cpu now, the guard watches that queue (the hook
+ * above saw it empty, and so did not).
+ */
+void local_insert_watch(s32 cpu)
+{
+	if (cpu_valid(cpu) && READ_ONCE(cpu_releases[CPU_IDX(cpu)].released_at))
+		guard_need_set(cpu);
 }
 
 /*

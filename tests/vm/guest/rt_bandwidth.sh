@@ -6,7 +6,8 @@
 # boot, and the scheduler is not ejected for it.
 # Cases, each measured first under EEVDF (no agent), then under ours, from
 # the pinned tasks' schedstat (cpu_share) over the same length of window:
-#   a) a SCHED_FIFO hog on CPU 1 for 60 s, P pinned to CPU 1;
+#   a) a SCHED_FIFO hog on CPU 1 for A_S s (default 30: six times the
+#      tests' watchdog), P pinned to CPU 1;
 #   b) SCHED_DEADLINE hogs (800 ms of every 1000, one per CPU: a deadline
 #      task may not be pinned), P pinned to CPU 1;
 #   c) SCHED_FIFO hogs on CPUs 1 and 3, P1 and P3 pinned there, while tagged
@@ -27,7 +28,7 @@
 . /opt/chameleon/guest/lib.sh
 
 CASES=${CASES:-a b c}
-A_S=${A_S:-60}
+A_S=${A_S:-30}
 W_MS=${W_MS:-10000}
 # (6.16-7.0 ship 950000 of 1000000 us, 7.3 1000000: the deadline servers
 # alone give the lower classes their share. Nothing here changes it.)

@@ -27,9 +27,11 @@ echo "$line"
 total=$(echo "$line" | sed -n 's/^verifier: total_insns=\([0-9]*\).*/\1/p')
 recorded=$(awk -v k="$kver" '$1 == k { print $2 }' /opt/chameleon/verifier_insns)
 [ -n "$recorded" ] || fail "no verifier count recorded for $kver in tests/vm/verifier_insns (this run: $total)"
-ceiling=$(( recorded * 125 / 100 ))
-ok "verifier: $total instructions on $kver, recorded $recorded, ceiling $ceiling"
-[ "$total" -le "$ceiling" ] || fail "verifier: $total instructions > $ceiling (recorded $recorded x 1.25)"
+# The budget, on every kernel: 50,000 instructions (issue 46). The record
+# is what this kernel took when it was last re-recorded, for the diff.
+ceiling=50000
+ok "verifier: $total instructions on $kver, recorded $recorded, budget $ceiling"
+[ "$total" -le "$ceiling" ] || fail "verifier: $total instructions > the budget of $ceiling (recorded $recorded)"
 
 # fused_share PID: fused share in % of a tagged task's run time, from its
 # task_exit event (waits for it).
