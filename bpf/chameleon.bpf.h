@@ -517,6 +517,7 @@ bool preempt_split_due(s32 cpu) __hidden;
 void preempt_acquire(s32 cpu) __hidden;
 u64 released_at(s32 cpu) __hidden;
 bool higher_class_waits(s32 cpu) __hidden;
+bool rt_hog_yields(s32 cpu) __hidden;
 bool ext_server_serves(s32 cpu) __hidden;
 bool dispatch_pinned(s32 cpu) __hidden;
 bool rt_held_long(s32 cpu, u64 now) __hidden;

@@ -44,15 +44,17 @@ static bool move_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s32 
 
 /*
  * Move tasks out of @cpu's queue, at most CHAMELEON_GUARD_MOVES (bounded
- * walk). MOVE_FORBIDDEN: the movable tasks its role does not let run there
+ * walk) but for MOVE_ALL, which empties it in one pass. MOVE_FORBIDDEN: the movable tasks its role does not let run there
  * (may_run_on), to another CPU they may run on (pick_other); on a
  * representative all but its owner and kthreads, on a lent CPU all but the
  * kthreads it serves, on a parked CPU all that may run elsewhere.
  * MOVE_MOVABLE (an online CPU that stopped serving its queue): every movable
  * task; what can run only there stays, for its own dispatch (the global
  * queue would be no better: a CPU consumes it only when its local queue is
- * empty). MOVE_ALL (the CPU is going offline): every task. In both, for a
- * movable task the rule lets on no other CPU now (the others all fused,
+ * empty). MOVE_ALL (the CPU is going offline): every task, the whole queue
+ * in one pass (the kernel's hotplug waits on the tasks there; the walk is
+ * bounded by the queue's length when it starts). In both, for a movable
+ * task the rule lets on no other CPU now (the others all fused,
  * lent, held or draining: a full machine losing a CPU) the nearest object
  * it may use is split (pick_rep_to_split()) and the task goes to its
  * representative: the unserved queue would keep it for good. A rescue needs
@@ -82,7 +84,7 @@ u32 move_queue(s32 cpu, u32 mode)
 	WRITE_ONCE(guard_pinned, 0);
 	bpf_rcu_read_lock();
 	bpf_for_each(scx_dsq, p, cpu, 0) {
-		if (READ_ONCE(guard_moved) >= CHAMELEON_GUARD_MOVES)
+		if (mode != MOVE_ALL && READ_ONCE(guard_moved) >= CHAMELEON_GUARD_MOVES)
 			break;
 		if (mode != MOVE_ALL && !task_movable(p)) {
 			if (mode == MOVE_FORBIDDEN && !may_run_on(p, cpu, PLACE_STAY))

@@ -54,8 +54,13 @@ u64 nr_guard_sweep_finds; /* CPUs the sweep found in need, their bit clear */
 #define CHAMELEON_GUARD_SWEEP	4
 
 u32 sweep_at;	/* the next CPU the sweep looks at */
-/* An accumulator in memory for the loops the guard calls (rep_ctx.tick_acc). */
-u32 guard_acc;
+/*
+ * Accumulators in memory for the guard's loops and those it calls, where one
+ * in a register would make each turn a new state for the verifier
+ * (rep_ctx.tick_acc): guard_loop()'s, and the sweep's or lend_due()'s (never
+ * one inside the other). One guard run at a time.
+ */
+u32 guard_kept, guard_acc;
 
 /*
  * Name a starved tail task of CPU @c's queue. On a lent CPU the lending
@@ -336,8 +341,8 @@ int guard_cpu(s32 c, u64 now, u64 now_j)
 int guard_sweep(void)
 {
 	u32 i, n = chameleon_sweep_len(nr_cpus, CHAMELEON_GUARD_SWEEP);
-	bool found = false;
 
+	guard_acc = 0;
 	bpf_for(i, 0, n) {
 		u32 c = READ_ONCE(sweep_at);
 		u32 idx = CPU_IDX(c);
@@ -348,10 +353,10 @@ int guard_sweep(void)
 		if (guard_needs(c)) {
 			guard_need_set(c);
 			__sync_fetch_and_add(&nr_guard_sweep_finds, 1);
-			found = true;
+			guard_acc = 1;
 		}
 	}
-	return found;
+	return guard_acc;
 }
 
 enum guard_step {
@@ -367,10 +372,10 @@ enum guard_step {
  */
 int guard_loop(u32 step, u64 now, u64 now_j)
 {
-	bool kept = false;
 	s32 c = -1;
 	u32 i;
 
+	guard_kept = 0;
 	bpf_for(i, 0, nr_cpus) {
 		c = guard_next(c + 1);
 		if (c < 0)
@@ -383,10 +388,10 @@ int guard_loop(u32 step, u64 now, u64 now_j)
 		} else if (step == GUARD_CPUS) {
 			guard_cpu(c, now, now_j);
 		} else if (guard_release_cpu(c)) {
-			kept = true;
+			guard_kept = 1;
 		}
 	}
-	return kept;
+	return guard_kept;
 }
 
 /*

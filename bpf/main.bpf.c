@@ -270,8 +270,11 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 
 	/*
 	 * A lent CPU runs only the kthreads it serves (processor-proxy work),
-	 * unless its object ends now (the kernel's ext server asks for it
-	 * under an RT task: lent_split_due()).
+	 * unless its object ends now (an RT task that holds it gives it to us
+	 * for a while: lent_split_due()). If another decision on the object
+	 * is in flight, the CPU is still lent: what can run only here takes
+	 * it all the same (dispatch_pinned()), as it would once the split
+	 * lands, rather than this turn going to nobody.
 	 */
 	if (kind == CHAMELEON_ROLE_LENT) {
 		if (!lent_split_due(cpu)) {
@@ -280,7 +283,7 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 		}
 		kind = role_kind(cpu);
 		if (kind == CHAMELEON_ROLE_LENT)
-			return dispatch_lent(cpu);
+			return dispatch_lent(cpu) || dispatch_pinned(cpu);
 	}
 	if (kind == CHAMELEON_ROLE_PARKED)
 		return dispatch_parked(cpu);

@@ -286,6 +286,23 @@ bool higher_class_waits(s32 cpu)
 	return rq && rq->rt.rt_queued && rq->rt.rt_nr_running;
 }
 
+/*
+ * Is an RT task runnable on @cpu but not running, the CPU given to the lower
+ * classes for now: its queue throttled (RT bandwidth: rt_nr_running with
+ * rt_queued clear), or the kernel's ext server running (6.19+)? Then the
+ * RT task holds the CPU for most of every period: from ops.dispatch on a
+ * lent CPU, its object does not have it. Not an RT task that just woke here
+ * and has yet to preempt (queued, no server): its turn may be short.
+ */
+bool rt_hog_yields(s32 cpu)
+{
+	struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);
+
+	if (!rq || !rq->rt.rt_nr_running)
+		return false;
+	return !rq->rt.rt_queued || ext_server_serves(cpu);
+}
+
 /* The kernel's deadline server for sched_ext (6.19+; not in older kernels). */
 struct rq___ext_server {
 	struct sched_dl_entity ext_server;
