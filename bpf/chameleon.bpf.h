@@ -150,6 +150,7 @@ struct cpu_perf {
 	u32	perf_set;	/* perf_target is valid */
 	u64	perf_at;	/* start of the use window */
 	u64	perf_busy;	/* busy_ns then */
+	u64	nr_sets;	/* targets handed to the kernel (a count per CPU, not shared) */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));
 
 /* The object a representative CPU runs fused (exec_object.bpf.c; valid while REP). */

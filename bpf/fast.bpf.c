@@ -131,8 +131,6 @@ s32 fast_init(void)
 /* How far back a CPU's use is measured. */
 #define CHAMELEON_PERF_WINDOW_NS	(32ULL * 1000 * 1000)
 
-u64 nr_cpuperf_sets;	/* targets handed to the kernel */
-
 void perf_set(s32 cpu, u32 perf)
 {
 	struct cpu_perf *cc = &cpu_perfs[CPU_IDX(cpu)];
@@ -148,7 +146,7 @@ void perf_set(s32 cpu, u32 perf)
 	scx_bpf_cpuperf_set(cpu, perf);
 	cc->perf_target = perf;
 	cc->perf_set = 1;
-	__sync_fetch_and_add(&nr_cpuperf_sets, 1);
+	cc->nr_sets++;
 }
 
 /* From @cpu itself (its runqueue held): the target its role and use ask for. */
