@@ -257,9 +257,11 @@ int BPF_PROG(chameleon_sched_switch, bool preempt, struct task_struct *prev,
 }
 
 /*
- * @p goes into @cpu's local queue (enqueue, under @cpu's runqueue lock): if
- * a higher class holds @cpu now, the guard watches that queue (the hook
- * above saw it empty, and so did not).
+ * A task goes into @cpu's local queue (enqueue): if a higher class holds
+ * @cpu now, the guard watches that queue (the hook above saw it empty, and
+ * so did not). Exact where @cpu is the task's own CPU, whose runqueue lock
+ * enqueue holds; the other insert, an owner's into its representative's
+ * local queue, goes to a CPU whose role keeps its bit set anyway.
  */
 void local_insert_watch(s32 cpu)
 {
