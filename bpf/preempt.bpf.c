@@ -240,8 +240,7 @@ int BPF_PROG(chameleon_sched_switch, bool preempt, struct task_struct *prev,
 	 * most such turns (rcu_preempt at SCHED_FIFO, a threaded IRQ) end
 	 * well within a guard period, and an object split at once for each
 	 * of them would lose much of its fused time to turns it outlives.
-	 */
-	/*
+	 *
 	 * A CPU the higher class took from its idle loop has nothing in its
 	 * local queue: no re-enqueue, no guard (on a machine at rest, the
 	 * stopper's watchdog turn every few seconds on each CPU would
