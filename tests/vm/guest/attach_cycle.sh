@@ -1,5 +1,6 @@
 #!/bin/sh
-# Attach and detach under load, CYCLES times (default 4): stress-ng on every
+# Attach and detach under load, CYCLES times (default 2: one detach by
+# SIGTERM, one by kill -9; CYCLES=8 by hand for more): stress-ng on every
 # CPU (cpu, fork and context-switch workers: tasks created and exiting while
 # the kernel switches every task in and out of sched_ext), a background loop
 # churning cgroups (create, move a task in and out, remove), a task tagged
@@ -22,7 +23,7 @@
 # moves and fuses: that is where this test is meant to run.
 . /opt/chameleon/guest/lib.sh
 
-cycles=${CYCLES:-4}
+cycles=${CYCLES:-2}
 ncpu=$(nproc)
 # Loading the policy under this load takes tens of seconds of TCG time
 # (soak.sh: ~50 s on 4 vCPUs under a heavier load): a liveness bound.

@@ -46,14 +46,19 @@ run_case() {
 	sleep 1
 	hs=0 h1=0 h2=0 n=0 onrep=0
 	while [ $n -lt 40 ]; do
-		st=$(scx_chameleon status)
-		rep=$(echo "$st" | sed -n "s/^pid $s: .*-> \[\([0-9]*\),.*/\1/p")
-		if [ -n "$rep" ]; then
-			hs=$(( hs + 1 ))
-			[ "$(awk '{ print $39 }' /proc/$s/stat)" = "$rep" ] && onrep=$(( onrep + 1 ))
-		fi
-		echo "$st" | grep -q "^pid $p1: .*-> \[" && h1=$(( h1 + 1 ))
-		echo "$st" | grep -q "^pid $p2: .*-> \[" && h2=$(( h2 + 1 ))
+		# Who holds a pair ("pid N: ... -> [rep, lent]"), and the CPU
+		# the kernel has S's task on (/proc/PID/stat, field 39) against
+		# S's representative, in one pass.
+		set -- $(scx_chameleon status | awk -v s="$s:" -v a="$p1:" -v b="$p2:" -v stat="/proc/$s/stat" '
+			$1 == "pid" && $2 != s && /-> \[/ { held[$2] = 1 }
+			$1 == "pid" && $2 == s && /-> \[[0-9]+,/ {
+				held[s] = 1; rep = $0; sub(/.*-> \[/, "", rep); sub(/,.*/, "", rep) }
+			END {
+				on = 0
+				if (held[s] && (getline line < stat) > 0) { split(line, f, " "); on = f[39] == rep }
+				print held[s] + 0, held[a] + 0, held[b] + 0, on
+			}')
+		hs=$(( hs + $1 )) h1=$(( h1 + $2 )) h2=$(( h2 + $3 )) onrep=$(( onrep + $4 ))
 		n=$(( n + 1 ))
 		usleep 100000
 	done

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Hotplug storm under load: every CPU but 0 goes offline and comes back at
-# random, every 100-500 ms, for STORM_S seconds (default 30), while stress-ng
+# random, every 100-500 ms, for STORM_S seconds (default 20), while stress-ng
 # keeps every CPU busy and a tagged level-1 task fuses (representatives and
 # lent CPUs go away under it). The kernel's watchdog ejecting us while a
 # hotplug waits for a per-CPU kthread (cpuhp/N, ksoftirqd/N) is what this
@@ -16,7 +16,7 @@
 # On a failure the whole agent log is printed: the exit dump is in it.
 . /opt/chameleon/guest/lib.sh
 
-storm_s=${STORM_S:-30}
+storm_s=${STORM_S:-20}
 ncpu=$(nproc)
 [ "$ncpu" -ge 2 ] || fail "needs 2 CPUs, has $ncpu"
 

@@ -6,7 +6,7 @@
 # boot, and the scheduler is not ejected for it.
 # Cases, each measured first under EEVDF (no agent), then under ours, from
 # the pinned tasks' schedstat (cpu_share) over the same length of window:
-#   a) a SCHED_FIFO hog on CPU 1 for A_S s (default 30: six times the
+#   a) a SCHED_FIFO hog on CPU 1 for A_S s (default 20: four times the
 #      tests' watchdog), P pinned to CPU 1;
 #   b) SCHED_DEADLINE hogs (800 ms of every 1000, one per CPU: a deadline
 #      task may not be pinned), P pinned to CPU 1;
@@ -28,7 +28,7 @@
 . /opt/chameleon/guest/lib.sh
 
 CASES=${CASES:-a b c}
-A_S=${A_S:-30}
+A_S=${A_S:-20}
 W_MS=${W_MS:-10000}
 # (6.16-7.0 ship 950000 of 1000000 us, 7.3 1000000: the deadline servers
 # alone give the lower classes their share. Nothing here changes it.)
@@ -104,7 +104,7 @@ for c in $CASES; do
 	case $c in
 	a) [ -z "$server" ] || { case_a 12; set -- $A_SHARE; ea=$1; } ;;
 	b) case_b 12; eb=$B_SHARE ;;
-	c) [ -z "$server" ] || { case_c "" 22; set -- $C_SHARE; ec1=$1 ec3=$2; } ;;
+	c) [ -z "$server" ] || { case_c "" 16; set -- $C_SHARE; ec1=$1 ec3=$2; } ;;
 	esac
 done
 ok "EEVDF: a=$ea b=$eb c=$ec1,$ec3"
@@ -155,7 +155,7 @@ for c in $CASES; do
 			no_server c "$1 $2" "$5 $6"
 			continue
 		fi
-		case_c 1 22
+		case_c 1 16
 		set -- $C_SHARE
 		echo "case c: tagged tasks ran $3 and $4 per mille, the hogs $5 and $6"
 		check c "P1 behind a FIFO hog beside the object {0,1}" "$1" "$ec1"
