@@ -151,6 +151,7 @@ struct cpu_perf {
 	u64	perf_at;	/* start of the use window */
 	u64	perf_busy;	/* busy_ns then */
 	u64	nr_sets;	/* targets handed to the kernel (a count per CPU, not shared) */
+	u32	perf_ticks;	/* this CPU's ticks since perf_at */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));
 
 /* The object a representative CPU runs fused (exec_object.bpf.c; valid while REP). */

@@ -128,8 +128,15 @@ s32 fast_init(void)
  * Off with --no-cpuperf.
  */
 
-/* How far back a CPU's use is measured. */
-#define CHAMELEON_PERF_WINDOW_NS	(32ULL * 1000 * 1000)
+/*
+ * A CPU's use is measured over a window of its own ticks (32 ms at HZ=250)
+ * rather than of clock time, so that the share of ticks that end a window,
+ * and with it what a tick costs, does not depend on how far apart its ticks
+ * are: a vCPU that waits for its host core gets its ticks late, and counted
+ * in clock time nearly every tick would end a window. The use is the busy
+ * time over the window's clock time.
+ */
+#define CHAMELEON_PERF_WINDOW_TICKS	8
 
 void perf_set(s32 cpu, u32 perf)
 {
@@ -149,7 +156,10 @@ void perf_set(s32 cpu, u32 perf)
 	cc->nr_sets++;
 }
 
-/* From @cpu itself (its runqueue held): the target its role and use ask for. */
+/*
+ * From @cpu's tick (its runqueue held): the target its role asks for at
+ * once, the one its use asks for at the end of each window.
+ */
 void perf_update(s32 cpu, u64 now)
 {
 	struct cpu_perf *cc = &cpu_perfs[CPU_IDX(cpu)];
@@ -171,10 +181,11 @@ void perf_update(s32 cpu, u64 now)
 		perf_set(cpu, SCX_CPUPERF_ONE);
 		cc->perf_at = 0;
 	}
+	if (cc->perf_at && ++cc->perf_ticks < CHAMELEON_PERF_WINDOW_TICKS)
+		return;
+	cc->perf_ticks = 0;
 	/* What ran here, the running task's part so far included. */
 	busy = cpu_stats[CPU_IDX(cpu)].busy_ns + (cr->running ? now - cr->curr_started : 0);
-	if (cc->perf_at && now - cc->perf_at < CHAMELEON_PERF_WINDOW_NS)
-		return;
 	if (cc->perf_at)
 		perf_set(cpu, chameleon_perf_target(busy - cc->perf_busy, now - cc->perf_at));
 	cc->perf_busy = busy;
