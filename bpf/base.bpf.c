@@ -85,7 +85,6 @@ struct chameleon_invariants invariants;
 
 /* ---- Counters the agent reads, bumped by more than one unit. ---- */
 u64 nr_events_dropped, nr_demand_dropped;	/* events.bpf.c; redemands compare */
-u64 nr_fast_moves;	/* tasks sent from a slow CPU to an idle fast one */
 u64 nr_starved;		/* tasks served out of vtime order by dispatch_starved */
 u64 nr_guard_restarts;	/* late guards restarted by guard_watch */
 u32 nr_to_drain;	/* CPUs with drain or dying set (hotplug.bpf.c) */

@@ -197,7 +197,6 @@ extern struct chameleon_invariants invariants;
 
 /* Counters the agent reads that more than one unit touches (base.bpf.c). */
 extern u64 nr_events_dropped, nr_demand_dropped;	/* events */
-extern u64 nr_fast_moves;				/* fast, placement */
 extern u64 nr_starved, nr_guard_restarts;		/* guard */
 extern u32 nr_to_drain;					/* hotplug */
 extern u64 nr_rescued;					/* hotplug */
@@ -242,7 +241,6 @@ struct task_ctx {
 	u64	resume_lag;	/* vtime lent to queue it in front after a kthread's turn (preempt.h) */
 	u64	wcg;		/* cgroup whose cpu.weight it follows, 0: none (weight.bpf.c) */
 	u64	wcounted;	/* cgroup it is counted runnable in, 0: none */
-	u32	wshard;		/* ... and the shard of that count (weight.bpf.c) */
 	/* Virtual threads: its place in the queue of each CPU of its object. */
 	u64	vruntimes[CHAMELEON_OBJ_MAX_CPUS];
 };
@@ -604,7 +602,7 @@ enum chameleon_insert {
 	INSERT_LOCAL_ON,		/* @cpu's local queue */
 	INSERT_LOCAL_ON_VTIME,	/* @cpu's local queue, its vtime stored first */
 	INSERT_HANDOFF,		/* idle @cpu takes it (handoff()) */
-	INSERT_HANDOFF_FAST,	/* idle fast @cpu takes it (hybrid: nr_fast_moves) */
+	INSERT_HANDOFF_FAST,	/* idle fast @cpu takes it (hybrid: counted as a fast move) */
 	INSERT_WAITER,		/* queued on lent @cpu as a waiter: waiter_on_lent() */
 };
 /* Where a task goes, how it is inserted, and how @cpu is kicked after (0: not). */

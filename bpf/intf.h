@@ -242,6 +242,7 @@ struct chameleon_cpu_stats {
 	 */
 	u64	nr_untagged;
 	u64	nr_wake_preempts; /* waking tasks queued here that preempted the running one */
+	u64	nr_fast_moves;	/* hybrid: tasks this CPU sent from a slow CPU to an idle fast one */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));	/* no false sharing between CPUs */
 
 /*

@@ -146,7 +146,7 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		cpu = pick_idle_fast(p);
 		if (cpu >= 0) {
 			wake_direct(p, cpu);
-			__sync_fetch_and_add(&nr_fast_moves, 1);
+			cpu_stats[CPU_IDX(bpf_get_smp_processor_id())].nr_fast_moves++;
 			return cpu;
 		}
 	}
@@ -228,7 +228,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	cpu = pl.cpu;
 	switch (pl.how) {
 	case INSERT_HANDOFF_FAST:
-		__sync_fetch_and_add(&nr_fast_moves, 1);
+		cpu_stats[CPU_IDX(bpf_get_smp_processor_id())].nr_fast_moves++;
 		/* fallthrough */
 	case INSERT_HANDOFF:
 		handoff(p, tctx, cpu, enq_flags);

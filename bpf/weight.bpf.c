@@ -17,9 +17,12 @@
  *
  * Cost: a hash lookup and CHAMELEON_CG_SHARDS reads when a task starts
  * running (the weight its run is charged at is kept: run_weight()), and an
- * atomic on one shard of its cgroup's count when it wakes and sleeps, the
- * shard of the LLC of the CPU it happens on (cpu_cg_shard, from the agent):
- * a shard's line is written within one LLC. None for root's tasks.
+ * atomic on one shard of its cgroup's count when it wakes and when it
+ * sleeps, each time the shard of the LLC of the CPU it happens on
+ * (cpu_cg_shard, from the agent): a shard's line is written from within one
+ * LLC only. Only the sum of the shards means anything (a task may wake in
+ * one LLC and sleep in another: one shard goes up, the other down, and may
+ * go below zero). None for root's tasks.
  */
 
 #include "chameleon.bpf.h"
@@ -48,8 +51,8 @@ static struct chameleon_cg_weight *cg_weight_of(u64 cgid)
 
 /*
  * @tctx's task becomes runnable (@on) or sleeps or leaves: count it in its
- * cgroup, once. The cgroup it was counted in is kept, so that it is
- * uncounted there even if it moved since.
+ * cgroup, once, in the shard of the CPU this runs on. The cgroup it was
+ * counted in is kept, so that it is uncounted there even if it moved since.
  */
 void cg_count(struct task_ctx *tctx, bool on)
 {
@@ -57,26 +60,15 @@ void cg_count(struct task_ctx *tctx, bool on)
 	u32 shard;
 	u64 id;
 
-	if (on) {
-		if (tctx->wcounted)
-			return;
-		cw = cg_weight_of(tctx->wcg);
-		if (!cw)
-			return;
-		shard = cpu_cg_shard[CPU_IDX(bpf_get_smp_processor_id())] & (CHAMELEON_CG_SHARDS - 1);
-		__sync_fetch_and_add(&cw->shards[shard].nr_runnable, 1);
-		tctx->wcounted = tctx->wcg;
-		tctx->wshard = shard;
+	id = on ? tctx->wcg : tctx->wcounted;
+	if (!id || (on && tctx->wcounted))
 		return;
-	}
-	id = tctx->wcounted;
-	if (!id)
-		return;
-	tctx->wcounted = 0;
 	cw = cg_weight_of(id);
-	shard = tctx->wshard & (CHAMELEON_CG_SHARDS - 1);
-	if (cw)
-		__sync_fetch_and_sub(&cw->shards[shard].nr_runnable, 1);
+	tctx->wcounted = on && cw ? id : 0;
+	if (!cw)
+		return;
+	shard = cpu_cg_shard[CPU_IDX(bpf_get_smp_processor_id())] & (CHAMELEON_CG_SHARDS - 1);
+	__sync_fetch_and_add(&cw->shards[shard].nr_runnable, on ? 1 : -1);
 }
 
 /* @p's weight for its vtime: its nice with its cgroup's cpu.weight. */

@@ -44,6 +44,9 @@ pub struct Metrics {
     #[stat(desc = "waking tasks that took their CPU from a running task owed less")]
     #[serde(default)]
     pub wake_preempts: u64,
+    #[stat(desc = "hybrid: tasks sent from a slow CPU to an idle fast one")]
+    #[serde(default)]
+    pub fast_moves: u64,
     #[stat(desc = "milliseconds tasks ran under the scheduler")]
     pub busy_ms: u64,
     #[stat(desc = "events lost because the ring buffer was full")]
@@ -205,6 +208,7 @@ impl Metrics {
             kicks: t.kicks,
             kthread_keeps: t.kthread_keeps,
             wake_preempts: t.wake_preempts,
+            fast_moves: t.fast_moves,
             busy_ms: t.busy_ns / 1_000_000,
             events_dropped,
             ..Default::default()
@@ -228,6 +232,7 @@ impl Metrics {
             proxy_served: self.proxy_served,
             kthread_keeps: self.kthread_keeps,
             wake_preempts: self.wake_preempts,
+            fast_moves: self.fast_moves,
         }
     }
 

@@ -25,6 +25,9 @@ pub struct Totals {
     /// Waking tasks that took their CPU from a running task owed less.
     #[serde(default)]
     pub wake_preempts: u64,
+    /// Hybrid: tasks sent from a slow CPU to an idle fast one.
+    #[serde(default)]
+    pub fast_moves: u64,
 }
 
 impl Totals {
@@ -43,6 +46,7 @@ impl Totals {
             proxy_served: t.proxy_served.wrapping_add(s.nr_proxy_served),
             kthread_keeps: t.kthread_keeps.wrapping_add(s.nr_kthread_keeps),
             wake_preempts: t.wake_preempts.wrapping_add(s.nr_wake_preempts),
+            fast_moves: t.fast_moves.wrapping_add(s.nr_fast_moves),
         })
     }
 
@@ -63,6 +67,7 @@ impl Totals {
             proxy_served: self.proxy_served.wrapping_sub(earlier.proxy_served),
             kthread_keeps: self.kthread_keeps.wrapping_sub(earlier.kthread_keeps),
             wake_preempts: self.wake_preempts.wrapping_sub(earlier.wake_preempts),
+            fast_moves: self.fast_moves.wrapping_sub(earlier.fast_moves),
         }
     }
 }
@@ -71,7 +76,7 @@ impl fmt::Display for Totals {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "enq={} direct={} dispatch={} steal={} kick={} busy={}ms fuse={} partial={} denied={} split={} proxy={} kthread_kept={} wake_preempt={}",
+            "enq={} direct={} dispatch={} steal={} kick={} busy={}ms fuse={} partial={} denied={} split={} proxy={} kthread_kept={} wake_preempt={} fast_move={}",
             self.enqueued,
             self.direct,
             self.dispatched,
@@ -84,7 +89,8 @@ impl fmt::Display for Totals {
             self.split,
             self.proxy_served,
             self.kthread_keeps,
-            self.wake_preempts
+            self.wake_preempts,
+            self.fast_moves
         )
     }
 }

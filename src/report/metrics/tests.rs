@@ -11,7 +11,7 @@ fn openmetrics_lists_every_counter_and_ends_with_eof() {
     assert!(text.ends_with("# EOF\n"));
     // Every field but kernel_events, a family with no sample here (the
     // encoder leaves out a family with none).
-    assert_eq!(text.matches("# TYPE").count(), 42);
+    assert_eq!(text.matches("# TYPE").count(), 43);
     // The policy's broken-invariant counters are exported, as counters.
     for name in ["invariant_lent_to_non_rep", "invariant_owner_gone", "invariant_queue_forbidden"] {
         assert!(text.contains(&format!("# TYPE chameleon_{name} counter\n")), "{name}: {text}");
@@ -138,6 +138,7 @@ fn the_policys_counters_read_back_as_totals() {
         proxy_served: 11,
         kthread_keeps: 12,
         wake_preempts: 13,
+        fast_moves: 14,
     };
     // Every field of the printed line survives the trip through the socket
     // (busy time to the millisecond, as served).
