@@ -290,8 +290,9 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 	/*
 	 * Before 7.1 a task put into a local queue an RT task holds would wait
 	 * there the whole burst (preempt.bpf.c): decline, unless the kernel's
-	 * ext server runs now and gives the CPU to us; what can run only here
-	 * goes to the local queue all the same (dispatch_pinned()).
+	 * ext server is active and this is its turn (a server answered with
+	 * nothing stops for good); what can run only here goes to the local
+	 * queue all the same (dispatch_pinned()).
 	 */
 	if (!local_handoff() && higher_class_waits(cpu) && !ext_server_serves(cpu))
 		return dispatch_pinned(cpu);

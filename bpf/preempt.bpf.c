@@ -290,7 +290,7 @@ bool higher_class_waits(s32 cpu)
 /*
  * Is an RT task runnable on @cpu but not running, the CPU given to the lower
  * classes for now: its queue throttled (RT bandwidth: rt_nr_running with
- * rt_queued clear), or the kernel's ext server running (6.19+)? Then the
+ * rt_queued clear), or the kernel's ext server active (6.19+)? Then the
  * RT task holds the CPU for most of every period: from ops.dispatch on a
  * lent CPU, its object does not have it. Not an RT task that just woke here
  * and has yet to preempt (queued, no server): its turn may be short.
@@ -312,14 +312,20 @@ struct rq___ext_server {
 /*
  * May ops.dispatch on @cpu fill its local queue although an RT task is
  * queued there? Yes when the kernel's deadline server for sched_ext is
- * running (6.19+): it takes the CPU from the RT class for its runtime
- * (50 ms of every second as shipped) and asks us for a task now; a
- * dispatch that declined would hand that time back to the RT task, and a
- * task that can run on this CPU only would wait until the watchdog ejects
- * us. The server is running from its zero-laxity timer (or at once when not
- * deferred) until its runtime is spent: active, not throttled. Before
- * 6.19 the kernel has no such server and never asks while an RT task runs.
- * Called from dispatch, under @cpu's rq lock.
+ * active (6.19+): it takes the CPU from the RT class for its runtime (50 ms
+ * of every second as shipped) and asks us for a task now. A server pick we
+ * answer with nothing stops the server for good: it starts again only when
+ * the CPU's count of sched_ext tasks goes from 0 to 1, which a task that can
+ * run only here, waiting in our queue, never makes happen; it then waits
+ * until the watchdog ejects us. Active, throttled or not: the pick charges
+ * the server's last runtime (update_curr) before it asks us, and may
+ * throttle it right there, so at the one call that must not go unanswered
+ * the server reads throttled. A call that is not the server's (the balance
+ * of a sched_ext task that an RT wakeup preempts) then fills the local
+ * queue too, and the switch to the RT task puts it back (the sched_switch
+ * hook re-enqueues a non-empty local queue). Before 6.19 the kernel has no
+ * such server and never asks while an RT task runs. Called from dispatch,
+ * under @cpu's rq lock.
  */
 bool ext_server_serves(s32 cpu)
 {
@@ -329,8 +335,7 @@ bool ext_server_serves(s32 cpu)
 	if (!rq || !bpf_core_field_exists(rq->ext_server))
 		return false;
 	se = &rq->ext_server;
-	return BPF_CORE_READ_BITFIELD(se, dl_server_active) &&
-	       !BPF_CORE_READ_BITFIELD(se, dl_throttled);
+	return BPF_CORE_READ_BITFIELD(se, dl_server_active);
 }
 
 /*
