@@ -29,7 +29,7 @@ demo:
 
 # Stress and soak in the VM for SOAK_S seconds on SOAK_CPUS CPUs over
 # SOAK_SOCKETS sockets (each its own LLC, so nodes and steals across caches).
-# make test runs 60 s of it on 4 CPUs over 2 sockets (objects of level 1);
+# make test runs 40 s of it on 4 CPUs over 2 sockets (objects of level 1);
 # 8 over 2 leave room for level 2 too.
 SOAK_S ?= 600
 SOAK_CPUS ?= 8

@@ -1,7 +1,7 @@
 #!/bin/sh
 # chameleon_proxy under the scheduler, checked from the kernel's side
 # (/proc/irq, /proc/interrupts, the online mask, sched_ext's state):
-# - 10,000 fuse/split cycles through the module (a tagged task that wakes
+# - 5,000 fuse/split cycles through the module (a tagged task that wakes
 #   and sleeps every millisecond, each wake fusing CPU 1 into CPU 0's object
 #   and each sleep splitting it, a device IRQ on CPU 1 redirected and
 #   restored each time): afterwards every /proc/irq/*/smp_affinity_list is
@@ -52,14 +52,14 @@ make_cgroup seq
 start_agent
 grep -q "processor proxies on" "$AGENT_LOG" || fail "the policy did not bind the module's kfuncs"
 
-# 10,000 cycles.
+# 5,000 cycles.
 scx_chameleon tag seq --level 1 --tax 0.01 >/dev/null || fail "tag seq"
 l0=$(stat_of lends) r0=$(stat_of redirects_applied) s0=$(stat_of restores) k0=$(stat_of redirects_skipped)
 t0=$(now_ms)
 taskset 0x3 spin -b 1:1 -g /sys/fs/cgroup/seq 900 >/dev/null &
 a=$!
 n=0
-while [ "$n" -lt 10000 ]; do
+while [ "$n" -lt 5000 ]; do
 	[ $(( $(now_ms) - t0 )) -lt 400000 ] || fail "only $n fuse/split cycles in 400 s"
 	agent_alive || fail "agent died after $n cycles"
 	sleep 2

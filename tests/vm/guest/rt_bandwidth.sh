@@ -103,7 +103,7 @@ case_c() {
 for c in $CASES; do
 	case $c in
 	a) [ -z "$server" ] || { case_a 12; set -- $A_SHARE; ea=$1; } ;;
-	b) case_b 12; eb=$B_SHARE ;;
+	b) case_b 10; eb=$B_SHARE ;;
 	c) [ -z "$server" ] || { case_c "" 16; set -- $C_SHARE; ec1=$1 ec3=$2; } ;;
 	esac
 done
@@ -143,7 +143,7 @@ for c in $CASES; do
 		enabled a
 		;;
 	b)
-		case_b 12
+		case_b 10
 		check b "P behind deadline hogs" "$B_SHARE" "$eb"
 		enabled b
 		;;
