@@ -229,8 +229,7 @@ static __always_inline void place_in_queue(struct task_struct *p, struct task_ct
  * 3. SCX_ENQ_LAST: the local queue, where the rule lets it stay (7.1+);
  * 4. a task that can run on @cpu only, both its queues empty: straight to
  *    @cpu's local queue;
- * 5. an idle CPU it may run on takes it now (handoff()); a task with an
- *    object, its representative if idle;
+ * 5. an idle CPU it may run on takes it now (handoff());
  * 6. its CPU's vtime queue: in front after a per-CPU kthread's turn
  *    (INSERT_FRONT), into the representative's local queue if its owner
  *    runs next there anyway, else in vtime order (INSERT_QUEUE).
@@ -331,14 +330,7 @@ int place_task(struct task_struct *p __arg_trusted, struct task_ctx *tctx, s32 c
 			pl->cpu = idle;
 			return 0;
 		}
-	} else if (rep >= 0 && (here ? wake_idle : scx_bpf_test_and_clear_cpu_idle(cpu))) {
-		/*
-		 * Its representative idles: it takes the task now. Not through
-		 * the representative's queue, from which the CPU the task
-		 * leaves, idle the next moment, would steal it back before the
-		 * representative woke: a CPU-bound owner then ran on other CPUs
-		 * for seconds, its object never formed.
-		 */
+	} else if (wake_idle && rep >= 0 && here) {
 		pl->how = INSERT_HANDOFF;
 		return 0;
 	}
