@@ -611,11 +611,11 @@ int waiter_on_lent(s32 cpu, struct task_struct *waiter __arg_trusted)
 /*
  * From dispatch on lent @cpu: does its object end now? When an RT task that
  * holds this CPU gives it to the lower classes for a while (rt_hog_yields():
- * the kernel's ext server asks us for a task, or the RT queue is
- * throttled): the object cannot have the CPU, and a dispatch that gave
- * nothing would waste the only time a task that can run here only gets (a
- * server given nothing stops, and starts again only when the CPU's
- * sched_ext tasks come and go). Returns whether it split.
+ * the kernel's ext server is active, or the RT queue is throttled): the
+ * object cannot have the CPU, and a dispatch that gave nothing would waste
+ * the only time a task that can run here only gets (a server given nothing
+ * stops, and starts again only when the CPU's sched_ext tasks come and go).
+ * Returns whether it split.
  */
 bool lent_split_due(s32 cpu)
 {

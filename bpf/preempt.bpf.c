@@ -340,7 +340,7 @@ bool ext_server_serves(s32 cpu)
 
 /*
  * From dispatch on @cpu while an RT task is queued there and the ext server
- * is not (as far as we read it) running: the first task of @cpu's queue that
+ * is not (as far as we read it) active: the first task of @cpu's queue that
  * can run nowhere else goes to the local queue; the rest stays, for other
  * CPUs to take. A pinned task gains nothing by waiting in our queue, and in
  * the local queue the next to give this CPU to sched_ext finds it without

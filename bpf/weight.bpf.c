@@ -75,13 +75,15 @@ void cg_count(struct task_ctx *tctx, bool on)
 u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
 {
 	struct chameleon_cg_weight *cw = cg_weight_of(tctx->wcg);
-	s32 nr = 0;
-	u32 i;
+	u32 sum = 0, i;
+	s32 nr;
 
 	if (!cw)
 		return p->scx.weight;
+	/* Shards drift apart without bound; their sum, wrapping, does not. */
 	for (i = 0; i < CHAMELEON_CG_SHARDS; i++)
-		nr += READ_ONCE(cw->shards[i].nr_runnable);
+		sum += (u32)READ_ONCE(cw->shards[i].nr_runnable);
+	nr = (s32)sum;
 	return chameleon_group_weight(p->scx.weight, cw->weight, nr > 0 ? nr : 1);
 }
 

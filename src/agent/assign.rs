@@ -230,7 +230,9 @@ impl Assigner {
         }
         // SAFETY: the length was checked; the struct is plain integers.
         let cw: bpf_intf::chameleon_cg_weight = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
-        Some(cw.shards.iter().map(|s| s.nr_runnable).sum::<i32>().max(0) as usize)
+        // The shards drift apart without bound (a wake counted in one LLC, the
+        // sleep in another); their sum, wrapping, is the count.
+        Some(cw.shards.iter().fold(0i32, |sum, s| sum.wrapping_add(s.nr_runnable)).max(0) as usize)
     }
 
     pub fn handle(&mut self, ev: &Event, map: &dyn MapCore, tags: &dyn MapCore, cg_weights: &dyn MapCore) {
