@@ -65,7 +65,7 @@ void dump_one_cpu(s32 cpu, bool idle)
 	w = role_word(cpu);
 	/* An idle CPU with nothing of ours to say stays out of the dump. */
 	if (idle && !scx_bpf_dsq_nr_queued(cpu) && w == CHAMELEON_ROLE_NATIVE &&
-	    h->online && !h->drain)
+	    h->online && !h->drain && !rl->released_at)
 		return;
 	scx_bpf_dump("chameleon: queued=%d online=%u role=%u with=%d drain=%u dying=%u dispatched_ago=%lldms curr_pid=%d",
 		     scx_bpf_dsq_nr_queued(cpu), h->online, chameleon_role_kind(w),

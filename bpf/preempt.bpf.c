@@ -197,8 +197,9 @@ static void preempt_followed(s32 cpu, struct task_struct *next)
 }
 
 /*
- * Every context switch to or from a higher class (RT, deadline, stop: prio
- * below MAX_RT_PRIO); one load and compare for all others. On 6.19+, where
+ * Every context switch: to or from a higher class (RT, deadline, stop: prio
+ * below MAX_RT_PRIO), or between two others, where it reads the CPU's own
+ * release word and clears it if set. On 6.19+, where
  * a local queue can be re-enqueued from any context, the agent drops
  * ops.cpu_release and ops.cpu_acquire, as the scx schedulers do there, and
  * this is the release (from anything of ours, the idle loop included: a
@@ -217,13 +218,19 @@ int BPF_PROG(chameleon_sched_switch, bool preempt, struct task_struct *prev,
 	bool waiting;
 	s32 cpu;
 
-	if (!to_high && !from_high)
-		return 0;
 	cpu = bpf_get_smp_processor_id();
 	if (!cpu_valid(cpu))
 		return 0;
+	/*
+	 * Not to a higher class: the CPU is ours (a no-op unless it was
+	 * held). Also between two tasks of ours: a task that left SCHED_FIFO
+	 * while it ran here (the agent once attached, a PI boost ending)
+	 * made no switch from a higher class, and the CPU would stay held
+	 * until the next real-time turn here.
+	 */
 	if (!to_high) {
-		preempt_acquire(cpu);
+		if (READ_ONCE(cpu_releases[CPU_IDX(cpu)].released_at))
+			preempt_acquire(cpu);
 		return 0;
 	}
 	if (from_high) {

@@ -2,13 +2,15 @@
 /*
  * spin: a CPU-bound task for the VM tests.
  *   spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO]
- *        [-D RUNTIME_MS:PERIOD_MS] [-N NAME] SECONDS
+ *        [-D RUNTIME_MS:PERIOD_MS] [-F MS] [-N NAME] SECONDS
  * Optionally pins itself to CPU and moves itself into CGROUP_DIR (so that it
  * is tagged), then burns CPU for SECONDS of wall time (with -b: in bursts of
  * RUN_MS separated by sleeps of SLEEP_MS, a bursty task; -n sets its nice
  * value, -f makes it SCHED_FIFO at RT_PRIO, -D SCHED_DEADLINE with that
  * runtime each period (deadline = period), -N renames it, before it joins
- * the cgroup) and prints
+ * the cgroup; -F, with -f, sleeps a millisecond so that it is switched in as a
+ * real-time task, then drops back to SCHED_OTHER after MS ms while it runs,
+ * as the agent does once attached) and prints
  * "spin pid=P seconds=S loops=N" (N: work done, for speed comparisons).
  * SIGUSR1 prints "spin pid=P mark loops=N" (the work done so far) at once,
  * so that a bench can take the work over a window of its own.
@@ -65,17 +67,18 @@ int main(int argc, char **argv)
 	volatile unsigned long long sink = 0;
 	double secs, end;
 	int opt, cpu = -1, run_ms = 0, sleep_ms = 0, nice_val = 0, rt_prio = 0;
-	int set_nice = 0, dl_run_ms = 0, dl_period_ms = 0;
-	double burst_end = 0;
+	int set_nice = 0, dl_run_ms = 0, dl_period_ms = 0, rt_drop_ms = 0;
+	double burst_end = 0, rt_drop_at = 0;
 	char *tail;
 
-	while ((opt = getopt(argc, argv, "c:g:b:n:f:D:N:")) != -1) {
+	while ((opt = getopt(argc, argv, "c:g:b:n:f:D:F:N:")) != -1) {
 		switch (opt) {
 		case 'N': prctl(PR_SET_NAME, optarg, 0, 0, 0); break;
 		case 'c': cpu = atoi(optarg); break;
 		case 'g': cgroup = optarg; break;
 		case 'n': nice_val = atoi(optarg); set_nice = 1; break;
 		case 'f': rt_prio = atoi(optarg); break;
+		case 'F': rt_drop_ms = atoi(optarg); break;
 		case 'b':
 			if (sscanf(optarg, "%d:%d", &run_ms, &sleep_ms) != 2 ||
 			    run_ms <= 0 || sleep_ms < 0) {
@@ -91,12 +94,12 @@ int main(int argc, char **argv)
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] [-D RUNTIME_MS:PERIOD_MS] [-N NAME] SECONDS\n");
+			fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] [-D RUNTIME_MS:PERIOD_MS] [-F MS] [-N NAME] SECONDS\n");
 			return 2;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] [-D RUNTIME_MS:PERIOD_MS] [-N NAME] SECONDS\n");
+		fprintf(stderr, "usage: spin [-c CPU] [-g CGROUP_DIR] [-b RUN_MS:SLEEP_MS] [-n NICE] [-f RT_PRIO] [-D RUNTIME_MS:PERIOD_MS] [-F MS] [-N NAME] SECONDS\n");
 		return 2;
 	}
 	secs = strtod(argv[optind], &tail);
@@ -137,6 +140,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (rt_drop_ms > 0 && rt_prio > 0) {
+		usleep(1000);
+		rt_drop_at = now() + rt_drop_ms / 1e3;
+	}
 	if (dl_run_ms) {
 		struct dl_attr a = {
 			.size = sizeof(a),
@@ -156,6 +163,15 @@ int main(int argc, char **argv)
 	end = now() + secs;
 	burst_end = now() + run_ms / 1e3;
 	while (now() < end) {
+		if (rt_drop_at && now() >= rt_drop_at) {
+			struct sched_param sp = { .sched_priority = 0 };
+
+			if (sched_setscheduler(0, SCHED_OTHER, &sp)) {
+				fprintf(stderr, "spin: back to SCHED_OTHER: %s\n", strerror(errno));
+				return 1;
+			}
+			rt_drop_at = 0;
+		}
 		if (run_ms && now() >= burst_end) {
 			usleep(sleep_ms * 1000);
 			burst_end = now() + run_ms / 1e3;
