@@ -157,8 +157,12 @@ bool assignment_of(struct task_struct *p, struct chameleon_assignment *a)
 /*
  * The representative @p belongs on, if it has an object and the placement
  * rule lets it go there now (online, in its affinity, not held by a higher
- * class, not draining, not parked or lent to another object); else -1, and
- * it is placed as a task without an object.
+ * class, not draining, not parked or lent to another object) and it can
+ * move there: not an owner away from it that cannot migrate now (preempted
+ * inside migrate_disable(), its nr_cpus_allowed unchanged), which the kernel
+ * would end us for putting into another CPU's local queue and no other CPU
+ * could run from a queue. Else -1, and it is placed as a task without an
+ * object, where it is; its next enqueue sends it to its representative.
  */
 s32 task_rep(struct task_struct *p, struct task_ctx *tctx)
 {
@@ -168,7 +172,7 @@ s32 task_rep(struct task_struct *p, struct task_ctx *tctx)
 	if (!tctx->tagged || !assignment_copy(p, &a))
 		return -1;
 	rep = a.cpus[0];
-	if (!may_run_on(p, rep, PLACE_NEW))
+	if ((rep != task_cpu_of(p) && !task_movable(p)) || !may_run_on(p, rep, PLACE_NEW))
 		return -1;
 	return rep;
 }
