@@ -586,6 +586,7 @@ bool wake_preempts(s32 cpu, u64 vtime) __hidden;
 
 /* ---- wake.bpf.c: tags, a task's wake and sleep ---- */
 void tag_check(struct task_struct *p, struct task_ctx *tctx) __hidden;
+void tag_check_renewed(struct task_struct *p __arg_trusted) __hidden;
 void redemand_if_lost(struct task_struct *p, struct task_ctx *tctx) __hidden;
 void count_untagged(struct task_struct *p, struct task_ctx *tctx, bool add) __hidden;
 void task_leaves(struct task_struct *p, struct task_ctx *tctx, s32 cpu) __hidden;

@@ -320,10 +320,15 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 	}
 	if (!held && steal(cpu))
 		return true;
-	/* Nothing else to run: the task that used up its slice here runs on. */
+	/*
+	 * Nothing else to run: the task that used up its slice here runs on,
+	 * its tag checked first (a task now tagged goes through enqueue).
+	 */
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && task_cpu_of(prev) == cpu &&
-	    may_run_on(prev, cpu, PLACE_STAY))
+	    may_run_on(prev, cpu, PLACE_STAY)) {
+		tag_check_renewed(prev);
 		return renew(prev, cpu);
+	}
 	/*
 	 * The kernel's ext server gives us this CPU under an RT task and our
 	 * rules found nothing: the head of its queue takes it. A server given

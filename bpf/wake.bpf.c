@@ -72,6 +72,23 @@ void tag_check(struct task_struct *p, struct task_ctx *tctx)
 }
 
 /*
+ * @p runs on past its slice without an enqueue (dispatch's renew()): what
+ * enqueue would check, checked here, its tag and its untagged count. A task
+ * that never sleeps, alone on its CPU, is renewed slice after slice: moved
+ * into a tagged cgroup, or its cgroup tagged, it would otherwise wait for
+ * the first other task on its CPU to be tagged and to ask for its object.
+ */
+void tag_check_renewed(struct task_struct *p __arg_trusted)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	if (!tctx)
+		return;
+	tag_check(p, tctx);
+	count_untagged(p, tctx, true);
+}
+
+/*
  * A tagged task without an object whose DEMAND may have been lost (a DEMAND
  * was dropped since it last asked: demand_lost()) asks again, so that no
  * task stays without its object because the agent was slow once.
