@@ -123,6 +123,8 @@ struct cpu_lend {
 	u64	lend_wait_since; /* a task other than a pcpu kthread waits while lent */
 	u64	lend_block_until; /* not lent again before this (after a bound split) */
 	s32	lend_owed_by;	/* representative + 1 whose bound split gave it to its waiters */
+	u32	lend_owed_n;	/* ... how many waited then: each has a turn before it is lent again */
+	u64	lend_owed_j;	/* ... jiffies before that split: a waiter became runnable by then */
 	u32	lend_pinned;	/* the guard's last move left a waiter that can run only here */
 	u32	local_ns;	/* its own part of decision local_seq, ns */
 	u32	local_seq;

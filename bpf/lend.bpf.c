@@ -230,8 +230,13 @@ int publish_pending(s32 rep, u32 pending, u64 kick_flags, u32 seq)
  * bound; the tick's backstop is later, so that the guard timer first moves
  * the waiters that may run elsewhere), or CHAMELEON_RELEASE_NS more if none
  * of them is pinned there (chameleon_lend_bound())? Those CPUs are then not
- * lent again for a slice, so that the waiter runs. @acc: the caller's own
- * memory for the answer as the loop finds it (rep_ctx.tick_acc).
+ * lent again until each task waiting there now has had a turn
+ * (lend_owed_served()): the one served first is the queue's vtime head, not
+ * necessarily the one that waited longest, and the CPU, idle while lent, may
+ * take a while to see the split. A waiter that leaves instead is waited for
+ * no longer than another bound and a slice per waiter (lend_block_until).
+ * @acc: the caller's own memory for the answer as the loop finds it
+ * (rep_ctx.tick_acc).
  */
 int lend_due(s32 rep, u64 now, u64 bound_ns, u32 *acc)
 {
@@ -245,11 +250,14 @@ int lend_due(s32 rep, u64 now, u64 bound_ns, u32 *acc)
 	for_each_lent(i, c, rc->cpus, rc->nr_cpus) {
 		struct cpu_lend *cl = cpu_lend(c);
 
-		if (chameleon_lend_due(now, READ_ONCE(cl->lend_wait_since),
-				       scx_bpf_dsq_nr_queued(c) > 0,
+		u64 nr = scx_bpf_dsq_nr_queued(c);
+
+		if (chameleon_lend_due(now, READ_ONCE(cl->lend_wait_since), nr > 0,
 				       chameleon_lend_bound(bound_ns, READ_ONCE(cl->lend_pinned),
 							    CHAMELEON_RELEASE_NS))) {
-			cl->lend_block_until = now + slice_ns;
+			cl->lend_owed_n = nr > 0 ? nr : 1;
+			cl->lend_block_until = now + bound_ns + cl->lend_owed_n * slice_ns;
+			cl->lend_owed_j = bpf_jiffies64() - 1;
 			cl->lend_owed_by = rep + 1;
 			*acc = 1;
 		}
@@ -258,11 +266,12 @@ int lend_due(s32 rep, u64 now, u64 bound_ns, u32 *acc)
 }
 
 /*
- * A task stops on @cpu, which a bound split gave back to its waiters: one of
- * them had its turn (the CPU serves only pcpu kthreads while lent, so anyone
- * else is such a waiter). The CPU may be lent again, and the representative,
- * if its owner runs there natively, is kicked so that the owner fuses now
- * rather than at the end of its own slice.
+ * A task stops on @cpu, which a bound split gave back to its waiters: if it
+ * was one of them (runnable since before the split, not a pcpu kthread: a
+ * task that woke there after the split is not), it had its turn. Once each
+ * waiter counted at the split has, the CPU may be lent again, and the
+ * representative, if its owner runs there natively, is kicked so that the
+ * owner fuses now rather than at the end of its own slice.
  */
 void lend_owed_served(s32 cpu, struct task_struct *p)
 {
@@ -270,8 +279,14 @@ void lend_owed_served(s32 cpu, struct task_struct *p)
 	s32 rep = cl->lend_owed_by - 1;
 	struct rep_ctx *rc;
 
-	if (!cl->lend_owed_by || is_pcpu_kthread(p))
+	if (!cl->lend_owed_by || is_pcpu_kthread(p) ||
+	    (s64)(BPF_CORE_READ(p, scx.runnable_at) - cl->lend_owed_j) > 0)
 		return;
+	if (cl->lend_owed_n > 1) {
+		cl->lend_owed_n--;
+		return;
+	}
+	cl->lend_owed_n = 0;
 	cl->lend_owed_by = 0;
 	cl->lend_block_until = 0;
 	rc = rep_ctx(rep);
