@@ -30,6 +30,10 @@ const volatile bool cpuperf_on = true;
 const volatile bool hybrid;
 /* The shard of a cgroup's runnable count each CPU counts in: its LLC's (weight.bpf.c). */
 const volatile u8 cpu_cg_shard[CHAMELEON_MAX_CPUS];
+/* Movable untagged tasks share their LLC's queue (llc_queue.bpf.c; --no-llc-queues: off). */
+const volatile bool llc_queues;
+const volatile u32 nr_llcs = 1;
+const volatile u8 cpu_llc[CHAMELEON_MAX_CPUS];
 
 /* ---- Generations and times. ---- */
 /* When chameleon_init ran. */
@@ -79,6 +83,8 @@ struct cpu_perf cpu_perfs[CHAMELEON_MAX_CPUS];
 struct rep_ctx reps[CHAMELEON_MAX_CPUS];
 struct chameleon_cpu_stats cpu_stats[CHAMELEON_MAX_CPUS];
 struct guard_word guard_need[CHAMELEON_GUARD_WORDS];
+struct llc_run llc_runs[CHAMELEON_MAX_LLCS];
+u64 llc_need;
 
 /* Broken invariants, counted where they are seen (intf.h). */
 struct chameleon_invariants invariants;

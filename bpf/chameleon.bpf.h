@@ -42,6 +42,9 @@ extern const volatile u64 wake_gran_ns;
 extern const volatile bool cpuperf_on;
 extern const volatile bool hybrid;
 extern const volatile u8 cpu_cg_shard[CHAMELEON_MAX_CPUS];
+extern const volatile bool llc_queues;	/* LLC queues on (llc_queue.bpf.c) */
+extern const volatile u32 nr_llcs;
+extern const volatile u8 cpu_llc[CHAMELEON_MAX_CPUS];	/* each CPU's LLC, 0 .. nr_llcs - 1 */
 extern u64 init_at;	/* when chameleon_init ran */
 extern u64 tags_gen;	/* the agent's tag generation (base.bpf.c) */
 
@@ -97,7 +100,8 @@ struct cpu_run {
 	u32	curr_weight;
 	s32	curr_pid;	/* scx task running here, 0 if none */
 	u8	running;	/* an scx task runs here */
-	u8	pad[3];
+	u8	far_llc;	/* the other LLC whose queue llc_far() looked at last */
+	u8	pad[2];
 	u32	steal_start;	/* rotating start of the far steal window */
 	u32	balance_idx;	/* next CPU balance_pull() compares its queue with */
 	s32	starved_pid;	/* queued here past the wait bound: runs next (guard.bpf.c) */
@@ -184,8 +188,26 @@ struct rep_ctx {
 	u64	split_fused_ns;		/* how long the object the last split ended lived */
 	u64	charged_until;		/* tax charged up to here */
 	u64	owner_off_at;		/* the owner stopped, runnable (0: it runs) */
-	s32	cpus[CHAMELEON_OBJ_MAX_CPUS];
+	s32	cpus[CHAMELEON_OBJ_MAX_CPUS];	/* [0] itself; -1 past nr_cpus (try_fuse) */
 } __attribute__((aligned(CHAMELEON_CACHELINE)));
+
+/*
+ * llc_queue.bpf.c: an LLC's shared queue and its clock. vclock is advanced by
+ * the LLC's CPUs as they take from the queue, may_hold set by whoever puts a
+ * task there (write-if-changed) and cleared by the guard; nr_unfit counts the
+ * LLC's CPUs that are not NATIVE or not online (role_cas(), hotplug), each
+ * change a CPU's role or hotplug event. All written from within the LLC but
+ * for a representative lending a CPU of another LLC.
+ */
+struct llc_run {
+	u64	vclock;		/* largest vtime taken from the queue (its clock) */
+	u32	may_hold;	/* the queue may hold a task (as cpu_queue's) */
+	s32	nr_unfit;	/* CPUs not NATIVE or offline: the queue takes nothing */
+} __attribute__((aligned(CHAMELEON_CACHELINE)));
+
+extern struct llc_run llc_runs[CHAMELEON_MAX_LLCS];
+/* LLCs whose queue the guard looks at (bit l: LLC l), set with may_hold. */
+extern u64 llc_need;
 
 extern struct cpu_role cpu_roles[CHAMELEON_MAX_CPUS];
 extern struct cpu_run cpu_runs[CHAMELEON_MAX_CPUS];
@@ -316,6 +338,47 @@ static __always_inline bool queue_hint(s32 cpu)
 static __always_inline struct cpu_run *cpu_run(s32 cpu)
 {
 	return &cpu_runs[CPU_IDX(cpu)];
+}
+
+/* @cpu's LLC (cpu_valid(@cpu)), masked for the verifier. */
+static __always_inline u32 llc_of(s32 cpu)
+{
+	u32 l = cpu_llc[CPU_IDX(cpu)];
+
+	barrier_var(l);
+	return l & (CHAMELEON_MAX_LLCS - 1);
+}
+
+static __always_inline struct llc_run *llc_run(u32 l)
+{
+	return &llc_runs[l & (CHAMELEON_MAX_LLCS - 1)];
+}
+
+/* Is @q an LLC queue's id (CHAMELEON_LLC_Q0 + l)? */
+static __always_inline bool llc_q_valid(s32 q)
+{
+	return q >= CHAMELEON_LLC_Q0 && q < CHAMELEON_LLC_Q0 + CHAMELEON_MAX_LLCS &&
+	       q - CHAMELEON_LLC_Q0 < nr_llcs;
+}
+
+/* @cpu's LLC turned unfit for its queue (@d 1) or fit again (-1). */
+static __always_inline void llc_unfit_add(s32 cpu, s32 d)
+{
+	if (llc_queues && cpu_valid(cpu))
+		__sync_fetch_and_add(&llc_run(llc_of(cpu))->nr_unfit, d);
+}
+
+/*
+ * The clock a vtime queued in (or last charged against) queue @q is on: a
+ * CPU's (q a CPU) or an LLC's (q = CHAMELEON_LLC_Q0 + l); NULL for neither.
+ */
+static __always_inline u64 *vclock_of(s32 q)
+{
+	if (cpu_valid(q))
+		return &cpu_runs[CPU_IDX(q)].vclock;
+	if (llc_q_valid(q))
+		return &llc_run(q - CHAMELEON_LLC_Q0)->vclock;
+	return NULL;
 }
 
 static __always_inline struct cpu_lend *cpu_lend(s32 cpu)
@@ -586,6 +649,11 @@ bool owner_next(s32 cpu, u64 vtime) __hidden;
 bool renew(struct task_struct *p __arg_trusted, s32 cpu) __hidden;
 bool wake_preempts(s32 cpu, u64 vtime) __hidden;
 
+/* ---- llc_queue.bpf.c: an LLC's shared queue (calls queue.bpf.c, role, base) ---- */
+s64 llc_enqueue(struct task_struct *p __arg_trusted, struct task_ctx *tctx, s32 cpu, u64 vtime,
+		u64 enq_flags);
+int llc_take(s32 cpu, struct task_struct *prev __arg_trusted __arg_nullable);
+
 /* ---- wake.bpf.c: tags, a task's wake and sleep ---- */
 void tag_check(struct task_struct *p, struct task_ctx *tctx) __hidden;
 void tag_check_renewed(struct task_struct *p __arg_trusted) __hidden;
@@ -629,6 +697,7 @@ enum chameleon_move {
 	MOVE_ALL	= 2,	/* every task; the rest to the global queue (the CPU is going away) */
 };
 u32 move_queue(s32 cpu, u32 mode);
+u32 move_llc_queue(u32 l, u32 max);
 u32 move_queue_pinned(void) __hidden;
 
 /* ---- hotplug.bpf.c ---- */
@@ -643,6 +712,8 @@ void hotplug_unrunnable(s32 cpu) __hidden;
 int guard_queue(s32 cpu, u64 now);
 int guard_object(s32 cpu, u64 now);
 int starve_check(s32 cpu, u64 now, u64 now_j);
+int guard_llc(u32 l, u64 now_j);
+int guard_llcs(u64 now_j);
 s32 guard_start(void) __hidden;
 void guard_watch(u64 now) __hidden;
 void guard_soon(void) __hidden;

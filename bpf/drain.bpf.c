@@ -17,14 +17,13 @@
 static bool move_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s32 to)
 {
 	struct task_ctx *tctx = task_ctx(p);
-	u64 vtime;
+	u64 vtime, *from;
 
 	if (!tctx || !cpu_valid(to))
 		return false;
-	vtime = cpu_valid(tctx->vcpu) ?
-		chameleon_vtime_rebase(p->scx.dsq_vtime, cpu_run(tctx->vcpu)->vclock,
-				       cpu_run(to)->vclock) :
-		cpu_run(to)->vclock;
+	from = vclock_of(tctx->vcpu);
+	vtime = from ? chameleon_vtime_rebase(p->scx.dsq_vtime, *from, cpu_run(to)->vclock) :
+		       cpu_run(to)->vclock;
 	/*
 	 * Once moved, @to may run it before this CPU gets on: running() must
 	 * find it rebased already (moving_to), not rebase it a second time.
@@ -124,4 +123,41 @@ u32 move_queue(s32 cpu, u32 mode)
 u32 move_queue_pinned(void)
 {
 	return READ_ONCE(guard_pinned);
+}
+
+/*
+ * Move at most @max tasks (and at most CHAMELEON_GUARD_MOVES) out of LLC
+ * @l's queue (llc_queue.bpf.c), tail first (the longest waiter of a stream
+ * of wakeups is there), each to a CPU it may run on as placed from the CPU
+ * it last ran on (pick_other()), else to that CPU's queue, where the
+ * per-CPU bounds serve it. The guard calls it when the LLC is unfit (a CPU
+ * there left NATIVE or went offline) or the queue's tail waited
+ * CHAMELEON_LLC_STARVE_NS. Returns how many it moved.
+ */
+u32 move_llc_queue(u32 l, u32 max)
+{
+	struct task_struct *p, *t;
+	s32 to, home;
+
+	if (l >= nr_llcs)
+		return 0;
+	WRITE_ONCE(guard_moved, 0);
+	bpf_rcu_read_lock();
+	bpf_for_each(scx_dsq, p, CHAMELEON_LLC_Q0 + l, SCX_DSQ_ITER_REV) {
+		if (READ_ONCE(guard_moved) >= max || READ_ONCE(guard_moved) >= CHAMELEON_GUARD_MOVES)
+			break;
+		home = task_cpu_of(p);
+		to = -1;
+		t = bpf_task_from_pid(p->pid);
+		if (t) {
+			to = pick_other(t, home);
+			bpf_task_release(t);
+		}
+		if (to < 0 && cpu_online(home))
+			to = home;
+		if (to >= 0 && move_queued(BPF_FOR_EACH_ITER, p, to))
+			WRITE_ONCE(guard_moved, READ_ONCE(guard_moved) + 1);
+	}
+	bpf_rcu_read_unlock();
+	return READ_ONCE(guard_moved);
 }

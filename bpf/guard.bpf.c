@@ -359,6 +359,67 @@ int guard_sweep(void)
 	return guard_acc;
 }
 
+/* A tail waiting this long leaves its LLC queue for a CPU's (guard_llc()). */
+#define CHAMELEON_LLC_STARVE_NS	(CHAMELEON_STARVE_NS / 2)
+
+/*
+ * The guard's look at LLC @l's queue: its bit cleared if it is empty (and
+ * counted again); while the LLC is unfit, its tasks moved out; a tail that
+ * waited CHAMELEON_LLC_STARVE_NS moved to a CPU's queue
+ * (move_llc_queue()). Whether the bit stays. Global: verified once, @l a
+ * scalar.
+ */
+int guard_llc(u32 l, u64 now_j)
+{
+	u64 bit = 1ULL << (l & (CHAMELEON_MAX_LLCS - 1)), waited = 0;
+	s32 q = CHAMELEON_LLC_Q0 + (l & (CHAMELEON_MAX_LLCS - 1));
+	struct task_struct *p;
+
+	if (l >= nr_llcs)
+		return 0;
+	if (!scx_bpf_dsq_nr_queued(q)) {
+		__sync_fetch_and_and(&llc_need, ~bit);
+		if (!scx_bpf_dsq_nr_queued(q))
+			return 0;
+		__sync_fetch_and_or(&llc_need, bit);
+	}
+	if (READ_ONCE(llc_run(l)->nr_unfit)) {
+		move_llc_queue(l, CHAMELEON_MAX_LLCS);
+		return 1;
+	}
+	bpf_rcu_read_lock();
+	bpf_for_each(scx_dsq, p, q, SCX_DSQ_ITER_REV) {
+		waited = jiffies_to_ns(chameleon_time_since(now_j, BPF_CORE_READ(p, scx.runnable_at)));
+		break;
+	}
+	bpf_rcu_read_unlock();
+	if (waited > CHAMELEON_LLC_STARVE_NS)
+		move_llc_queue(l, 1);
+	return 1;
+}
+
+/*
+ * The guard's pass over the LLC queues whose llc_need bit is set: one word
+ * read when none is. Whether any bit stays set.
+ */
+int guard_llcs(u64 now_j)
+{
+	u64 bits;
+	u32 i;
+	int kept = 0;
+
+	if (!llc_queues)
+		return 0;
+	bpf_for(i, 0, CHAMELEON_MAX_LLCS) {
+		bits = READ_ONCE(llc_need) >> i;
+		if (!bits)
+			break;
+		if ((bits & 1) && guard_llc(i, now_j))
+			kept = 1;
+	}
+	return kept;
+}
+
 enum guard_step {
 	GUARD_QUEUES,	/* release what needs nothing, else its queue (guard_queue) */
 	GUARD_CPUS,	/* objects, starved tasks, hotplug (guard_cpu) */
@@ -414,6 +475,8 @@ static __always_inline bool guard_pass(u64 now, u64 now_j)
 	guard_loop(GUARD_CPUS, now, now_j);
 	kept = guard_loop(GUARD_RELEASE, now, now_j);
 	if (guard_sweep())
+		kept = true;
+	if (guard_llcs(now_j))
 		kept = true;
 	return kept;
 }

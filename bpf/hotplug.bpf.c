@@ -60,6 +60,8 @@ void hotplug_cpu_gone(s32 cpu)
 {
 	struct cpu_hotplug *h = &cpu_hps[CPU_IDX(cpu)];
 
+	if (READ_ONCE(h->online))
+		llc_unfit_add(cpu, 1);
 	WRITE_ONCE(h->online, 0);
 	WRITE_ONCE(h->dying, 1);
 	drain_start(cpu);
@@ -70,6 +72,8 @@ void hotplug_cpu_back(s32 cpu)
 {
 	struct cpu_hotplug *h = &cpu_hps[CPU_IDX(cpu)];
 
+	if (!READ_ONCE(h->online))
+		llc_unfit_add(cpu, -1);
 	WRITE_ONCE(h->online, 1);
 	WRITE_ONCE(h->dying, 0);
 	drain_done(h);

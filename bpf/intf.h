@@ -27,6 +27,13 @@ enum chameleon_consts {
 	CHAMELEON_OBJ_MAX_LEVEL	= 3,
 	CHAMELEON_MAX_TAGS	= 4096,
 	CHAMELEON_STEAL_SCAN	= 8,	/* other CPUs' queues one dispatch looks at */
+	/*
+	 * LLC queues (llc_queue.bpf.c): a machine with more LLCs than this has
+	 * per-CPU queues only. LLC l's queue is the DSQ CHAMELEON_LLC_Q0 + l,
+	 * and a vtime on its clock names it the same way (task_ctx.vcpu).
+	 */
+	CHAMELEON_MAX_LLCS	= 64,
+	CHAMELEON_LLC_Q0	= CHAMELEON_MAX_CPUS,
 	CHAMELEON_CACHELINE	= 64,
 	/* A CPU's role word: (representative + 1) << CHAMELEON_ROLE_SHIFT | kind (role.h). */
 	CHAMELEON_ROLE_SHIFT	= 4,
@@ -243,6 +250,9 @@ struct chameleon_cpu_stats {
 	u64	nr_untagged;
 	u64	nr_wake_preempts; /* waking tasks queued here that preempted the running one */
 	u64	nr_fast_moves;	/* hybrid: tasks this CPU sent from a slow CPU to an idle fast one */
+	u64	nr_llc_queued;	/* tasks this CPU put on its LLC's queue */
+	u64	nr_llc_taken;	/* tasks this CPU took from an LLC queue (its own or, nr_llc_far, another's) */
+	u64	nr_llc_far;
 } __attribute__((aligned(CHAMELEON_CACHELINE)));	/* no false sharing between CPUs */
 
 /*

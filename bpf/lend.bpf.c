@@ -62,7 +62,7 @@ int emit_object(s32 rep, u64 latency, u32 flags, u32 seq)
 {
 	struct rep_ctx *rc = rep_ctx(rep);
 	struct chameleon_event *ev;
-	u32 i, kind;
+	u32 kind;
 
 	if (!rc)
 		return 0;
@@ -82,9 +82,8 @@ int emit_object(s32 rep, u64 latency, u32 flags, u32 seq)
 		ev->reason = rc->reason;
 		ev->run_ns = rc->split_fused_ns;
 	}
+	/* -1 past nr_cpus: try_fuse() writes both together, so as read here. */
 	__builtin_memcpy(ev->cpus, rc->cpus, sizeof(ev->cpus));
-	bpf_for(i, rc->nr_cpus, CHAMELEON_OBJ_MAX_CPUS)
-		ev->cpus[obj_idx(i)] = -1;
 	if (READ_ONCE(rc->seq) != seq)
 		flags |= CHAMELEON_EVF_SUPERSEDED;
 	ev->flags = flags;

@@ -14,6 +14,15 @@
  * task's place in a borrowed CPU's queue with what runs there, so each CPU
  * needs its own ordered queue and clock.
  *
+ * A task that may run on any CPU of its LLC and has nothing tying it to one
+ * (untagged, no object, no kthread) waits instead in its LLC's queue, one
+ * vtime queue with its own clock shared by the LLC's CPUs
+ * (llc_queue.bpf.c): a CPU whose own queue is empty takes the LLC's next
+ * task where it would otherwise probe and migrate from other CPUs' queues.
+ * Only while every CPU of the LLC is NATIVE and online: objects, lending
+ * and parking weigh and move tasks in per-CPU queues, so an LLC with an
+ * object queues per CPU, and the guard moves what its queue held.
+ *
  * A CPU has one role (role.h): NATIVE, a representative of an object
  * (FUSING, REP, SPLITTING), LENT to one, or PARKED. The role changes only by
  * CAS along a written state machine, and one rule built on it says who may
@@ -33,12 +42,13 @@
  *   takes it now (idle handoff: into that CPU's local queue where the kernel
  *   can take it back out of one a higher class holds, 7.1+, else into that
  *   CPU's own queue, and the CPU is kicked: it cannot miss the task). Else
- *   it joins its CPU's queue, vtime rebased, floored and capped
- *   (CHAMELEON_WAIT_BOUND_NS).
+ *   it joins its LLC's queue or its CPU's, vtime rebased, floored and
+ *   capped (CHAMELEON_WAIT_BOUND_NS).
  * - dispatch: a lent CPU runs only what it serves (lend.bpf.c), a parked one
  *   what can run nowhere else (park.bpf.c); others the task the guard named
- *   starved, the head of their queue, the previous task if still first, or
- *   steal (queue.bpf.c). A fused representative neither steals nor pulls.
+ *   starved, the head of their queue, the previous task if still first, the
+ *   head of their LLC's queue (or of another LLC's), or steal (queue.bpf.c).
+ *   A fused representative takes from none of them.
  * - running/tick/stopping: advance the CPU's clock; charge delta * 100 /
  *   weight (weight.bpf.c: nice with cgroup cpu.weight); objects fuse, pay
  *   tax and split (exec_object.bpf.c).
@@ -50,7 +60,8 @@
  *
  * Bounded waits: every runnable task runs within a bound by construction: on
  * an ordinary queue the vtime cap, and whatever the vtimes say, 1 s (the
- * guard's starved task); on a lent CPU the lending bound (--lend-wait-ms); an
+ * guard's starved task; an LLC queue's tail that waited half that goes to a
+ * CPU's queue); on a lent CPU the lending bound (--lend-wait-ms); an
  * object lives only while its owner runs on its representative; a queue its
  * CPU stops serving (a higher class, hotplug) is drained by the guard; no
  * movable task is put into another CPU's local queue where the kernel could
@@ -201,6 +212,7 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu = task_cpu_of(p);
 	struct task_ctx *tctx = task_ctx(p);
 	struct placement pl = {};
+	s64 kick;
 
 	/*
 	 * enable() gave every task a context and the agent refuses machines
@@ -249,6 +261,12 @@ void BPF_STRUCT_OPS(chameleon_enqueue, struct task_struct *p, u64 enq_flags)
 		queue_hint_set(cpu);
 		break;
 	default:
+		/* Its LLC's queue, if it may run anywhere there (llc_queue.bpf.c). */
+		kick = llc_enqueue(p, tctx, cpu, pl.vtime, enq_flags);
+		if (kick >= 0) {
+			pl.kick = kick;
+			break;
+		}
 		scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, pl.vtime, enq_flags);
 		queue_hint_set(cpu);
 		/* Whom its arrival wakes is read with the task in the queue. */
@@ -318,7 +336,8 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 		if (!held)
 			hotplug_unrunnable(cpu);
 	}
-	if (!held && steal(cpu))
+	/* Its LLC's queue (llc_queue.bpf.c), else other CPUs'. */
+	if (!held && (llc_take(cpu, prev) || steal(cpu)))
 		return true;
 	/*
 	 * Nothing else to run: the task that used up its slice here runs on,
@@ -611,8 +630,11 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(chameleon_init)
 	init_at = bpf_ktime_get_ns();
 	online = scx_bpf_get_online_cpumask();
 	bpf_for(cpu, 0, nr_cpus) {
-		if (cpu < CHAMELEON_MAX_CPUS)
+		if (cpu < CHAMELEON_MAX_CPUS) {
 			cpu_hps[CPU_IDX(cpu)].online = bpf_cpumask_test_cpu(cpu, online);
+			if (!cpu_hps[CPU_IDX(cpu)].online)
+				llc_unfit_add(cpu, 1);
+		}
 	}
 	scx_bpf_put_cpumask(online);
 	proxy_check_abi();
@@ -628,6 +650,15 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(chameleon_init)
 		if (ret) {
 			scx_bpf_error("cannot create queue of CPU %u: %d", cpu, ret);
 			return ret;
+		}
+	}
+	if (llc_queues) {
+		bpf_for(cpu, 0, nr_llcs) {
+			ret = scx_bpf_create_dsq(CHAMELEON_LLC_Q0 + cpu, -1);
+			if (ret) {
+				scx_bpf_error("cannot create queue of LLC %u: %d", cpu, ret);
+				return ret;
+			}
 		}
 	}
 	return guard_start();

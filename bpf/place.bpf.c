@@ -232,7 +232,9 @@ static __always_inline void place_in_queue(struct task_struct *p, struct task_ct
  * 5. an idle CPU it may run on takes it now (handoff());
  * 6. its CPU's vtime queue: in front after a per-CPU kthread's turn
  *    (INSERT_FRONT), into the representative's local queue if its owner
- *    runs next there anyway, else in vtime order (INSERT_QUEUE).
+ *    runs next there anyway, else in vtime order (INSERT_QUEUE; the op
+ *    puts it into its LLC's queue instead if it may run anywhere there:
+ *    llc_enqueue()).
  * What select_cpu found for the wake (wake_idle, wake_busy) is used up here.
  * Global: verified once, not inlined into the op's paths.
  */

@@ -45,12 +45,13 @@ void repay_resume_lag(struct task_struct *p, struct task_ctx *tctx)
 
 /*
  * Rebase @p's vtime onto @cpu's clock if it was last charged against another
- * CPU's clock. Called wherever the task lands on a new queue or CPU.
+ * clock (a CPU's, or an LLC queue's: vclock_of()). Called wherever the task
+ * lands on a new CPU or its queue.
  */
 void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 {
 	s32 from = tctx->vcpu;
-	u64 vtime;
+	u64 vtime, *fc;
 
 	if (from == cpu || !cpu_valid(cpu))
 		return;
@@ -59,9 +60,9 @@ void rebase_to(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 		tctx->vcpu = cpu;
 		return;
 	}
-	if (cpu_valid(from))
-		vtime = chameleon_vtime_rebase(task_vtime(p, tctx), cpu_run(from)->vclock,
-					       cpu_run(cpu)->vclock);
+	fc = vclock_of(from);
+	if (fc)
+		vtime = chameleon_vtime_rebase(task_vtime(p, tctx), *fc, cpu_run(cpu)->vclock);
 	else
 		vtime = cpu_run(cpu)->vclock;
 	task_vtime_set(p, tctx, vtime);

@@ -45,20 +45,38 @@
  */
 private(ROLE) struct bpf_cpumask __kptr *placeable;
 
-static void placeable_note(s32 cpu, u32 word)
+/*
+ * @cpu's role word went from @old to @new (role_cas()). If its kind
+ * changed: its bit in `placeable`, and its LLC's count of CPUs that are not
+ * NATIVE (word 0; only an LLC of NATIVE CPUs takes tasks into its queue,
+ * llc_queue.bpf.c): +1 leaving NATIVE, -1 back, without a branch
+ * ((w | -w) >> 31 is 1 for a word other than 0). The guard bounds every
+ * role but NATIVE (its objects, lending, parking). Global, and called on
+ * every successful CAS: the words are unknown here, verified once, where
+ * role_cas()'s paths each know their own (chameleon_role_step()'s answer
+ * per event) and would verify this again for each.
+ */
+int role_changed(s32 cpu, u32 old, u32 new)
 {
 	struct bpf_cpumask *m;
-	u32 kind = chameleon_role_kind(word);
 
+	if (new != CHAMELEON_ROLE_NATIVE)
+		guard_need_set(cpu);
+	if (chameleon_role_kind(old) == chameleon_role_kind(new))
+		return 0;
+	if (llc_queues && cpu_valid(cpu))
+		__sync_fetch_and_add(&llc_run(llc_of(cpu))->nr_unfit,
+				     (s32)((new | -new) >> 31) - (s32)((old | -old) >> 31));
 	bpf_rcu_read_lock();
 	m = placeable;
 	if (m) {
-		if (chameleon_role_placeable(kind))
+		if (chameleon_role_placeable(chameleon_role_kind(new)))
 			bpf_cpumask_set_cpu(cpu, m);
 		else
 			bpf_cpumask_clear_cpu(cpu, m);
 	}
 	bpf_rcu_read_unlock();
+	return 0;
 }
 
 /* At load: every CPU NATIVE, all placeable. */
@@ -128,11 +146,7 @@ bool role_cas(s32 cpu, u32 ev, s32 arg)
 		return false;
 	if (!__sync_bool_compare_and_swap(&cpu_roles[CPU_IDX(cpu)].word, old, new))
 		return false;
-	if (chameleon_role_kind(old) != chameleon_role_kind(new))
-		placeable_note(cpu, new);
-	/* The guard bounds every role but NATIVE (its objects, lending, parking). */
-	if (new != CHAMELEON_ROLE_NATIVE)
-		guard_need_set(cpu);
+	role_changed(cpu, old, new);
 	return true;
 }
 

@@ -40,6 +40,9 @@ pub struct Opts {
     pub slice_us: u64,
     /// Hand the kernel performance targets (bpf/fast.bpf.c).
     pub cpuperf: bool,
+    /// Untagged tasks that may run anywhere in their LLC share its queue
+    /// (bpf/llc_queue.bpf.c).
+    pub llc_queues: bool,
     /// Print every event the policy emits.
     pub print_events: bool,
     /// Print counter totals this often (None: only at exit).
@@ -98,6 +101,7 @@ impl Default for Opts {
         Opts {
             slice_us: 5000,
             cpuperf: true,
+            llc_queues: true,
             print_events: false,
             stats_interval: None,
             min_gran_us: 1000,
@@ -338,6 +342,16 @@ impl<'a> Scheduler<'a> {
             bpf_intf::CHAMELEON_CG_SHARDS as usize,
         );
         rodata.cpu_cg_shard[..nr_cpus].copy_from_slice(&shards);
+        let llcs = crate::nodes::cg_shard::llc_ranks(&crate::nodes::steal::places()?, nr_cpus);
+        let nr_llcs = llcs.iter().map(|&l| l as usize + 1).max().unwrap_or(1);
+        rodata.llc_queues = opts.llc_queues && nr_llcs <= bpf_intf::chameleon_consts_CHAMELEON_MAX_LLCS as usize;
+        if rodata.llc_queues {
+            rodata.nr_llcs = nr_llcs as u32;
+            rodata.cpu_llc[..nr_cpus].copy_from_slice(&llcs);
+            info!("LLC queues: {nr_llcs}");
+        } else if opts.llc_queues {
+            info!("{nr_llcs} LLCs, more than the {} LLC queues: per-CPU queues only", bpf_intf::chameleon_consts_CHAMELEON_MAX_LLCS);
+        }
         skel.struct_ops.chameleon_ops_mut().timeout_ms = opts.watchdog_timeout_ms;
         if opts.verifier_log {
             // Level 2: every instruction the verifier walks, by function.

@@ -10,15 +10,26 @@ use super::steal::CpuPlace;
 /// Shard per CPU id, for CPU ids below `nr_cpus`: the rank of the CPU's LLC
 /// among the machine's LLCs, modulo `nr_shards`. CPUs not in `all` get 0.
 pub fn cg_shards(all: &[CpuPlace], nr_cpus: usize, nr_shards: usize) -> Vec<u8> {
+    llc_rank_table(all, nr_cpus).into_iter().map(|r| (r % nr_shards.max(1)) as u8).collect()
+}
+
+/// Each CPU's LLC as a dense index, 0 .. the number of LLCs (the policy's
+/// `cpu_llc`, whose LLC queues are numbered so), capped at 255. CPUs not in
+/// `all` get 0.
+pub fn llc_ranks(all: &[CpuPlace], nr_cpus: usize) -> Vec<u8> {
+    llc_rank_table(all, nr_cpus).into_iter().map(|r| r.min(255) as u8).collect()
+}
+
+/// The rank of each CPU's LLC among the machine's LLCs, by LLC id.
+fn llc_rank_table(all: &[CpuPlace], nr_cpus: usize) -> Vec<usize> {
     let mut llcs: Vec<usize> = all.iter().map(|p| p.llc).collect();
     llcs.sort_unstable();
     llcs.dedup();
-    let mut shard = vec![0u8; nr_cpus];
+    let mut rank = vec![0usize; nr_cpus];
     for p in all.iter().filter(|p| p.cpu < nr_cpus) {
-        let rank = llcs.binary_search(&p.llc).unwrap_or(0);
-        shard[p.cpu] = (rank % nr_shards.max(1)) as u8;
+        rank[p.cpu] = llcs.binary_search(&p.llc).unwrap_or(0);
     }
-    shard
+    rank
 }
 
 #[cfg(test)]

@@ -47,6 +47,15 @@ pub struct Metrics {
     #[stat(desc = "hybrid: tasks sent from a slow CPU to an idle fast one")]
     #[serde(default)]
     pub fast_moves: u64,
+    #[stat(desc = "tasks queued on their LLC's shared queue")]
+    #[serde(default)]
+    pub llc_queued: u64,
+    #[stat(desc = "tasks a CPU took from an LLC queue")]
+    #[serde(default)]
+    pub llc_taken: u64,
+    #[stat(desc = "of which from another LLC's queue")]
+    #[serde(default)]
+    pub llc_far: u64,
     #[stat(desc = "milliseconds tasks ran under the scheduler")]
     pub busy_ms: u64,
     #[stat(desc = "events lost because the ring buffer was full")]
@@ -209,6 +218,9 @@ impl Metrics {
             kthread_keeps: t.kthread_keeps,
             wake_preempts: t.wake_preempts,
             fast_moves: t.fast_moves,
+            llc_queued: t.llc_queued,
+            llc_taken: t.llc_taken,
+            llc_far: t.llc_far,
             busy_ms: t.busy_ns / 1_000_000,
             events_dropped,
             ..Default::default()
@@ -233,6 +245,9 @@ impl Metrics {
             kthread_keeps: self.kthread_keeps,
             wake_preempts: self.wake_preempts,
             fast_moves: self.fast_moves,
+            llc_queued: self.llc_queued,
+            llc_taken: self.llc_taken,
+            llc_far: self.llc_far,
         }
     }
 

@@ -28,6 +28,14 @@ pub struct Totals {
     /// Hybrid: tasks sent from a slow CPU to an idle fast one.
     #[serde(default)]
     pub fast_moves: u64,
+    /// Tasks put on an LLC's shared queue (bpf/llc_queue.bpf.c).
+    #[serde(default)]
+    pub llc_queued: u64,
+    /// Tasks taken from an LLC queue, and of them from another LLC's.
+    #[serde(default)]
+    pub llc_taken: u64,
+    #[serde(default)]
+    pub llc_far: u64,
 }
 
 impl Totals {
@@ -47,6 +55,9 @@ impl Totals {
             kthread_keeps: t.kthread_keeps.wrapping_add(s.nr_kthread_keeps),
             wake_preempts: t.wake_preempts.wrapping_add(s.nr_wake_preempts),
             fast_moves: t.fast_moves.wrapping_add(s.nr_fast_moves),
+            llc_queued: t.llc_queued.wrapping_add(s.nr_llc_queued),
+            llc_taken: t.llc_taken.wrapping_add(s.nr_llc_taken),
+            llc_far: t.llc_far.wrapping_add(s.nr_llc_far),
         })
     }
 
@@ -68,6 +79,9 @@ impl Totals {
             kthread_keeps: self.kthread_keeps.wrapping_sub(earlier.kthread_keeps),
             wake_preempts: self.wake_preempts.wrapping_sub(earlier.wake_preempts),
             fast_moves: self.fast_moves.wrapping_sub(earlier.fast_moves),
+            llc_queued: self.llc_queued.wrapping_sub(earlier.llc_queued),
+            llc_taken: self.llc_taken.wrapping_sub(earlier.llc_taken),
+            llc_far: self.llc_far.wrapping_sub(earlier.llc_far),
         }
     }
 }
@@ -76,7 +90,7 @@ impl fmt::Display for Totals {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "enq={} direct={} dispatch={} steal={} kick={} busy={}ms fuse={} partial={} denied={} split={} proxy={} kthread_kept={} wake_preempt={} fast_move={}",
+            "enq={} direct={} dispatch={} steal={} kick={} busy={}ms fuse={} partial={} denied={} split={} proxy={} kthread_kept={} wake_preempt={} fast_move={} llc_queued={} llc_taken={} llc_far={}",
             self.enqueued,
             self.direct,
             self.dispatched,
@@ -90,7 +104,10 @@ impl fmt::Display for Totals {
             self.proxy_served,
             self.kthread_keeps,
             self.wake_preempts,
-            self.fast_moves
+            self.fast_moves,
+            self.llc_queued,
+            self.llc_taken,
+            self.llc_far
         )
     }
 }

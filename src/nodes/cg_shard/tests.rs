@@ -22,3 +22,13 @@ fn llcs_beyond_the_shards_share_them() {
     assert_eq!(s, vec![0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 0, 0]);
     assert_eq!(cg_shards(&all, 4, 4).len(), 4);
 }
+
+/// LLC queues are numbered by the rank of the LLC's id: dense from 0,
+/// whatever the ids, one per LLC.
+#[test]
+fn llc_ranks_are_dense() {
+    let all: Vec<CpuPlace> = (0..8).map(|c| place(c, if c < 4 { 7 } else { 2 })).collect();
+    assert_eq!(llc_ranks(&all, 8), vec![1, 1, 1, 1, 0, 0, 0, 0]);
+    let many: Vec<CpuPlace> = (0..6).map(|c| place(c, c)).collect();
+    assert_eq!(llc_ranks(&many, 6), vec![0, 1, 2, 3, 4, 5]);
+}

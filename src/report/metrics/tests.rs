@@ -139,6 +139,9 @@ fn the_policys_counters_read_back_as_totals() {
         kthread_keeps: 12,
         wake_preempts: 13,
         fast_moves: 14,
+        llc_queued: 15,
+        llc_taken: 16,
+        llc_far: 17,
     };
     // Every field of the printed line survives the trip through the socket
     // (busy time to the millisecond, as served).
