@@ -11,7 +11,8 @@ fn openmetrics_lists_every_counter_and_ends_with_eof() {
     assert!(text.ends_with("# EOF\n"));
     // Every field but kernel_events, a family with no sample here (the
     // encoder leaves out a family with none).
-    assert_eq!(text.matches("# TYPE").count(), 43);
+    assert_eq!(text.matches("# TYPE").count(), 46);
+    assert!(text.contains("# TYPE chameleon_llc_taken counter\n"), "{text}");
     // The policy's broken-invariant counters are exported, as counters.
     for name in ["invariant_lent_to_non_rep", "invariant_owner_gone", "invariant_queue_forbidden"] {
         assert!(text.contains(&format!("# TYPE chameleon_{name} counter\n")), "{name}: {text}");
