@@ -30,7 +30,7 @@ const volatile bool cpuperf_on = true;
 const volatile bool hybrid;
 /* The shard of a cgroup's runnable count each CPU counts in: its LLC's (weight.bpf.c). */
 const volatile u8 cpu_cg_shard[CHAMELEON_MAX_CPUS];
-/* Movable untagged tasks share their LLC's queue (llc_queue.bpf.c; --no-llc-queues: off). */
+/* Movable untagged tasks share their LLC's queue (llc_queue.bpf.c; --llc-queues: on). */
 const volatile bool llc_queues;
 const volatile u32 nr_llcs = 1;
 const volatile u8 cpu_llc[CHAMELEON_MAX_CPUS];

@@ -14,7 +14,8 @@
  * task's place in a borrowed CPU's queue with what runs there, so each CPU
  * needs its own ordered queue and clock.
  *
- * A task that may run on any CPU of its LLC and has nothing tying it to one
+ * With --llc-queues (experimental, off by default: bench/README.md), a task
+ * that may run on any CPU of its LLC and has nothing tying it to one
  * (untagged, no object, no kthread) waits instead in its LLC's queue, one
  * vtime queue with its own clock shared by the LLC's CPUs
  * (llc_queue.bpf.c): a CPU whose own queue is empty takes the LLC's next

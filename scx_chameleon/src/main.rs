@@ -100,11 +100,12 @@ struct Cli {
     #[arg(long)]
     no_cpuperf: bool,
 
-    /// Queue every task in its CPU's own queue, never in its LLC's shared
-    /// queue (which untagged tasks that may run anywhere in an LLC of
-    /// NATIVE CPUs join by default).
+    /// Untagged tasks that may run anywhere in an LLC of NATIVE CPUs wait in
+    /// the LLC's shared queue instead of their CPU's own (experimental: at 64
+    /// vCPUs it costs more per hackbench message than per-CPU queues; see
+    /// bench/README.md).
     #[arg(long)]
-    no_llc_queues: bool,
+    llc_queues: bool,
 
     /// Print every event the scheduler emits (CPU hotplug, tasks joining/leaving).
     #[arg(long)]
@@ -649,7 +650,7 @@ fn run() -> Result<()> {
     let opts = Opts {
         slice_us: cli.slice_us,
         cpuperf: !cli.no_cpuperf,
-        llc_queues: !cli.no_llc_queues,
+        llc_queues: cli.llc_queues,
         print_events: cli.events,
         stats_interval: (cli.stats > 0.0).then(|| Duration::from_secs_f64(cli.stats)),
         min_gran_us: cli.min_granularity_us,

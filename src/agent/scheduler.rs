@@ -41,7 +41,7 @@ pub struct Opts {
     /// Hand the kernel performance targets (bpf/fast.bpf.c).
     pub cpuperf: bool,
     /// Untagged tasks that may run anywhere in their LLC share its queue
-    /// (bpf/llc_queue.bpf.c).
+    /// (bpf/llc_queue.bpf.c; --llc-queues, off by default).
     pub llc_queues: bool,
     /// Print every event the policy emits.
     pub print_events: bool,
@@ -101,7 +101,7 @@ impl Default for Opts {
         Opts {
             slice_us: 5000,
             cpuperf: true,
-            llc_queues: true,
+            llc_queues: false,
             print_events: false,
             stats_interval: None,
             min_gran_us: 1000,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# LLC queues (bpf/llc_queue.bpf.c), on 4 CPUs in 2 sockets (two LLCs of one
+# LLC queues (bpf/llc_queue.bpf.c, --llc-queues), on 4 CPUs in 2 sockets (two LLCs of one
 # core each: tests/run boots it with --sockets 2):
 #   a) six untagged CPU-bound tasks started on socket 0 (CPUs 0-1), then let
 #      run anywhere: they join LLC 0's queue, and socket 1's CPUs take from
@@ -14,7 +14,8 @@
 #      three CPUs and >= 70 % of the least EEVDF gave any of them in the same
 #      boot, and the scheduler is not ejected. (Objects, the other way an LLC stops taking tasks
 #      into its queue, are every fuse test's.)
-#   c) --no-llc-queues: the same load as (a) queues nothing in LLC queues.
+#   c) without --llc-queues (the default) the same load as (a) queues
+#      nothing in LLC queues.
 . /opt/chameleon/guest/lib.sh
 
 FAIR=$(( 4000 / 6 ))
@@ -66,7 +67,7 @@ least_b=$(echo $eevdf_b | tr ' ' '\n' | sort -n | head -1)
 ok "EEVDF: six tasks, CPU 3 offline: $eevdf_b per mille (least $least_b)"
 
 # a)
-start_agent
+start_agent --llc-queues
 grep -q "LLC queues: 2" "$AGENT_LOG" || fail "the agent did not set up two LLC queues: $(grep -m1 'LLC' "$AGENT_LOG")"
 six ours
 ok "ours: $ours per mille; counters: llc_queued=$(counter llc_queued) llc_taken=$(counter llc_taken) llc_far=$(counter llc_far)"
@@ -90,10 +91,10 @@ done
 stop_agent
 
 # c)
-start_agent --no-llc-queues
-grep -q "LLC queues" "$AGENT_LOG" && fail "--no-llc-queues: the agent still set up LLC queues"
+start_agent
+grep -q "LLC queues" "$AGENT_LOG" && fail "without --llc-queues the agent still set up LLC queues"
 six off
-ok "--no-llc-queues: $off per mille; llc_queued=$(counter llc_queued)"
-[ "$(counter llc_queued)" = 0 ] || fail "--no-llc-queues queued $(counter llc_queued) tasks in LLC queues"
+ok "without --llc-queues: $off per mille; llc_queued=$(counter llc_queued)"
+[ "$(counter llc_queued)" = 0 ] || fail "without --llc-queues $(counter llc_queued) tasks were queued in LLC queues"
 stop_agent
 pass
