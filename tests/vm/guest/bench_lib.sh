@@ -40,19 +40,36 @@ bpf_progs() {
 
 # start_sched NAME / stop_sched NAME: every bench's schedulers by one name.
 # eevdf (nothing loaded), chameleon, chameleon-tags (a level-1 tag on an
-# empty cgroup: tags present but idle), chameleon@OPTION=VALUE (one option
-# changed, for an A/B in one boot: chameleon@wake-gran-us=0),
-# chameleon-base (another build of the agent, the host's CHAMELEON_BASE, for
-# an A/B of two commits in one boot), and the peers scx_* (tests/vm/run
-# --with). stop_sched prints the agent's own counters over the attach as
+# empty cgroup: tags present but idle), agent variants for an A/B in one
+# boot: chameleon@OPTION=VALUE (chameleon@wake-gran-us=0), chameleon+FLAG
+# (chameleon+llc-queues), any number of both (chameleon+llc-queues@slice-us=20000),
+# and chameleon-base[...] (the same on another build of the agent, the host's
+# CHAMELEON_BASE, for an A/B of two commits), and the peers scx_*
+# (tests/vm/run --with). stop_sched prints the agent's own counters over the attach as
 # "BENCH agent ..." lines.
 start_sched() {
 	case $1 in
 	eevdf) ;;
-	chameleon) start_agent ;;
-	chameleon-tags) make_cgroup idle; start_agent --tag idle=level:1,tax:1 ;;
-	chameleon@*=*) _o=${1#chameleon@}; start_agent "--${_o%%=*}" "${_o#*=}" ;;
-	chameleon-base) AGENT_BIN=scx_chameleon_base start_agent ;;
+	chameleon-tags) make_cgroup idle; AGENT_BIN=scx_chameleon start_agent --tag idle=level:1,tax:1 ;;
+	chameleon | chameleon[@+-]*)
+		# chameleon[-base][+FLAG][@OPTION=VALUE]...: that build of the
+		# agent with those set.
+		_r=${1#chameleon}
+		_bin=scx_chameleon
+		case $_r in -base*) _bin=scx_chameleon_base _r=${_r#-base} ;; esac
+		set --
+		while [ -n "$_r" ]; do
+			_c=${_r%"${_r#?}"}
+			_r=${_r#?}
+			_t=${_r%%[@+]*}
+			_r=${_r#"$_t"}
+			case $_c in
+			+) set -- "$@" "--$_t" ;;
+			@) set -- "$@" "--${_t%%=*}" "${_t#*=}" ;;
+			*) fail "start_sched: cannot read the agent variant '$_c$_t'" ;;
+			esac
+		done
+		AGENT_BIN=$_bin start_agent "$@" ;;
 	scx_*) start_peer "$1" ;;
 	*) fail "unknown scheduler $1" ;;
 	esac
