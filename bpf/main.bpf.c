@@ -179,7 +179,17 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return prev_cpu;
 	}
 
-	cpu = select_idle_near(p, prev_cpu, wake_flags & ~SCX_WAKE_SYNC, &is_idle);
+	cpu = select_idle_near(p, prev_cpu, wake_flags, &is_idle);
+	/*
+	 * A sync wakeup: the kernel's search answers with the waker's CPU,
+	 * not idle, when the waker is about to sleep there, nothing waits in
+	 * its local queue and the node has idle CPUs. The wakee then queues
+	 * behind its waker (enqueue), where it runs when the waker sleeps,
+	 * its data in the cache the waker just wrote it into; not handed to
+	 * another CPU to run alone and sleep again at once.
+	 */
+	if ((wake_flags & SCX_WAKE_SYNC) && cpu == bpf_get_smp_processor_id())
+		is_idle = false;
 	/*
 	 * Found idle but not to be used now (a role changed since the
 	 * search, a higher class holds it, a kthread's search found a lent
@@ -337,8 +347,12 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 		if (!held)
 			hotplug_unrunnable(cpu);
 	}
-	/* Its LLC's queue (llc_queue.bpf.c), else other CPUs'. */
-	if (!held && (llc_take(cpu, prev) || steal(cpu)))
+	/*
+	 * Its LLC's queue (llc_queue.bpf.c), else another CPU's: once a slice
+	 * the head of one long queue (balance_pull()), or with --steal the
+	 * first head found in a window of them at every dispatch.
+	 */
+	if (!held && (llc_take(cpu, prev) || (steal_idle ? steal(cpu) : balance_pull(cpu, 0))))
 		return true;
 	/*
 	 * Nothing else to run: the task that used up its slice here runs on,
