@@ -30,9 +30,11 @@
  * run where (may_run_on(), role.bpf.h): every op below places tasks by it.
  *
  * - select_cpu: the CPU the task last ran on if idle, else the kernel's
- *   default idle search; a CPU the rule refuses is passed over for another
- *   idle one. A task that found an idle CPU is handed to it; for one that
- *   found none, enqueue does not search again.
+ *   default idle search, whose answer to a sync wakeup may be the waker's
+ *   own busy CPU: the wakee then queues behind its waker; a CPU the rule
+ *   refuses is passed over for another idle one. A task that found an idle
+ *   CPU is handed to it; for one that found none, enqueue does not search
+ *   again.
  * - a task's wake and sleep (wake.bpf.c): its tag checked, its virtual
  *   threads placed, the agent told if needed; the sleep in
  *   stopping(!runnable), the wake in the first op that places it after
@@ -48,7 +50,9 @@
  * - dispatch: a lent CPU runs only what it serves (lend.bpf.c), a parked one
  *   what can run nowhere else (park.bpf.c); others the task the guard named
  *   starved, the head of their queue, the previous task if still first, the
- *   head of their LLC's queue (or of another LLC's), or steal (queue.bpf.c).
+ *   head of their LLC's queue (or of another LLC's), or, once a slice, the
+ *   head of one other CPU's queue of two or more (balance_pull(); with
+ *   --steal, the first head found in a window of them: queue.bpf.c).
  *   A fused representative takes from none of them.
  * - running/tick/stopping: advance the CPU's clock; charge delta * 100 /
  *   weight (weight.bpf.c: nice with cgroup cpu.weight); objects fuse, pay
