@@ -26,8 +26,6 @@ const volatile u64 lend_wait_ns = 50ULL * 1000 * 1000;
 const volatile u64 wake_gran_ns = 1000ULL * 1000;
 /* Performance targets handed to the kernel (fast.bpf.c; --no-cpuperf: off). */
 const volatile bool cpuperf_on = true;
-/* An idle CPU steals from other CPUs' queues at every dispatch (queue.bpf.c; --steal: on). */
-const volatile bool steal_idle;
 /* The CPUs differ in capacity: fast ones first (fast.bpf.c). */
 const volatile bool hybrid;
 /* The shard of a cgroup's runnable count each CPU counts in: its LLC's (weight.bpf.c). */

@@ -40,7 +40,6 @@ extern const volatile u64 min_gran_ns;
 extern const volatile u64 lend_wait_ns;
 extern const volatile u64 wake_gran_ns;
 extern const volatile bool cpuperf_on;
-extern const volatile bool steal_idle;	/* --steal (queue.bpf.c) */
 extern const volatile bool hybrid;
 extern const volatile u8 cpu_cg_shard[CHAMELEON_MAX_CPUS];
 extern const volatile bool llc_queues;	/* LLC queues on (llc_queue.bpf.c) */

@@ -30,11 +30,9 @@
  * run where (may_run_on(), role.bpf.h): every op below places tasks by it.
  *
  * - select_cpu: the CPU the task last ran on if idle, else the kernel's
- *   default idle search, whose answer to a sync wakeup may be the waker's
- *   own busy CPU: the wakee then queues behind its waker; a CPU the rule
- *   refuses is passed over for another idle one. A task that found an idle
- *   CPU is handed to it; for one that found none, enqueue does not search
- *   again.
+ *   default idle search; a CPU the rule refuses is passed over for another
+ *   idle one. A task that found an idle CPU is handed to it; for one that
+ *   found none, enqueue does not search again.
  * - a task's wake and sleep (wake.bpf.c): its tag checked, its virtual
  *   threads placed, the agent told if needed; the sleep in
  *   stopping(!runnable), the wake in the first op that places it after
@@ -50,9 +48,7 @@
  * - dispatch: a lent CPU runs only what it serves (lend.bpf.c), a parked one
  *   what can run nowhere else (park.bpf.c); others the task the guard named
  *   starved, the head of their queue, the previous task if still first, the
- *   head of their LLC's queue (or of another LLC's), or, once a slice, the
- *   head of one other CPU's queue of two or more (balance_pull(); with
- *   --steal, the first head found in a window of them: queue.bpf.c).
+ *   head of their LLC's queue (or of another LLC's), or steal (queue.bpf.c).
  *   A fused representative takes from none of them.
  * - running/tick/stopping: advance the CPU's clock; charge delta * 100 /
  *   weight (weight.bpf.c: nice with cgroup cpu.weight); objects fuse, pay
@@ -183,17 +179,7 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return prev_cpu;
 	}
 
-	cpu = select_idle_near(p, prev_cpu, wake_flags, &is_idle);
-	/*
-	 * A sync wakeup: the kernel's search answers with the waker's CPU,
-	 * not idle, when the waker is about to sleep there, nothing waits in
-	 * its local queue and the node has idle CPUs. The wakee then queues
-	 * behind its waker (enqueue), where it runs when the waker sleeps,
-	 * its data in the cache the waker just wrote it into; not handed to
-	 * another CPU to run alone and sleep again at once.
-	 */
-	if ((wake_flags & SCX_WAKE_SYNC) && cpu == bpf_get_smp_processor_id())
-		is_idle = false;
+	cpu = select_idle_near(p, prev_cpu, wake_flags & ~SCX_WAKE_SYNC, &is_idle);
 	/*
 	 * Found idle but not to be used now (a role changed since the
 	 * search, a higher class holds it, a kthread's search found a lent
@@ -351,12 +337,8 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 		if (!held)
 			hotplug_unrunnable(cpu);
 	}
-	/*
-	 * Its LLC's queue (llc_queue.bpf.c), else another CPU's: once a slice
-	 * the head of one long queue (balance_pull()), or with --steal the
-	 * first head found in a window of them at every dispatch.
-	 */
-	if (!held && (llc_take(cpu, prev) || (steal_idle ? steal(cpu) : balance_pull(cpu, 0))))
+	/* Its LLC's queue (llc_queue.bpf.c), else other CPUs'. */
+	if (!held && (llc_take(cpu, prev) || steal(cpu)))
 		return true;
 	/*
 	 * Nothing else to run: the task that used up its slice here runs on,

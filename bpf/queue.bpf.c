@@ -137,16 +137,11 @@ static bool stealable(s32 victim, s32 cpu)
 }
 
 /*
- * --steal: an idle CPU steals the head of another CPU's queue: the SMT
- * siblings first, then a window of CHAMELEON_STEAL_SCAN - siblings other
- * CPUs in topology order from a rotating start (steal_orders). Bounded per
- * dispatch. Off by default: under a wakeup-heavy load most dispatches of an
- * idle CPU found a task that had just been queued behind its waker, and ran
- * it alone, where it emptied its pipe and slept again: a wakeup and a
- * migration per message instead of a batch (bench/README.md). No task
- * depends on it: a waking task finds an idle CPU in select_cpu or enqueue,
- * one whose slice ends is placed again (an idle CPU takes it), a long queue
- * is pulled from (balance_pull()), and the guard bounds every wait.
+ * Steal the head of another CPU's queue: the SMT siblings first, then a
+ * window of CHAMELEON_STEAL_SCAN - siblings other CPUs in topology order from
+ * a rotating start (steal_orders). Bounded per dispatch, and every queue,
+ * including an offline CPU's, is visited within a few dispatches. Tasks
+ * waiting for an idle CPU do not depend on it: enqueue hands them to one.
  */
 int steal(s32 cpu)
 {
@@ -181,12 +176,12 @@ int steal(s32 cpu)
 }
 
 /*
- * Balance between CPUs: a CPU-bound task never wakes to be placed again, so
- * queues made uneven by hotplug or affinity changes would stay uneven. A
- * dispatch, at most once per slice on each CPU, busy or about to idle,
- * compares its queue (@mine tasks) with one other CPU's, in steal order,
- * rotating, and takes the head of one that is long enough
- * (chameleon_pull_worth()). O(1). Once per slice is enough for the uneven
+ * Balance between busy CPUs: stealing happens only when a CPU's own queue is
+ * empty, and a CPU-bound task never wakes to be placed again, so queues made
+ * uneven by hotplug or affinity changes would stay uneven. A dispatch, at
+ * most once per slice on each CPU, compares its queue (@mine tasks) with one
+ * other CPU's, in steal order, rotating; a queue longer by more than two
+ * gives this CPU its head. O(1). Once per slice is enough for the uneven
  * queues it is for, which last as long as their CPU-bound tasks do; each
  * pull moves a task off a busy CPU and takes that CPU's runqueue lock, too
  * dear for every dispatch of a wakeup-heavy load. Timed in jiffies (a load,
@@ -216,7 +211,7 @@ int balance_pull(s32 cpu, u64 mine)
 	victim = o->cpus[cpu_idx(k)];
 	/* A lent CPU's waiters are the lending bound's. */
 	if (!stealable(victim, cpu) || cpu_lent(victim) ||
-	    !chameleon_pull_worth(scx_bpf_dsq_nr_queued(victim), mine))
+	    scx_bpf_dsq_nr_queued(victim) <= mine + 2)
 		return 0;
 	if (!scx_bpf_dsq_move_to_local(victim, 0))
 		return 0;

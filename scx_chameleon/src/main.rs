@@ -107,13 +107,6 @@ struct Cli {
     #[arg(long)]
     llc_queues: bool,
 
-    /// An idle CPU steals the first task it finds in a window of other CPUs'
-    /// queues at every dispatch, as well as pulling from a long one once a
-    /// slice (at 64 vCPUs it makes a hackbench message dearer; see
-    /// bench/README.md).
-    #[arg(long)]
-    steal: bool,
-
     /// Print every event the scheduler emits (CPU hotplug, tasks joining/leaving).
     #[arg(long)]
     events: bool,
@@ -658,7 +651,6 @@ fn run() -> Result<()> {
         slice_us: cli.slice_us,
         cpuperf: !cli.no_cpuperf,
         llc_queues: cli.llc_queues,
-        steal: cli.steal,
         print_events: cli.events,
         stats_interval: (cli.stats > 0.0).then(|| Duration::from_secs_f64(cli.stats)),
         min_gran_us: cli.min_granularity_us,

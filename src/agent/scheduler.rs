@@ -43,9 +43,6 @@ pub struct Opts {
     /// Untagged tasks that may run anywhere in their LLC share its queue
     /// (bpf/llc_queue.bpf.c; --llc-queues, off by default).
     pub llc_queues: bool,
-    /// An idle CPU steals from other CPUs' queues at every dispatch
-    /// (bpf/queue.bpf.c; --steal, off by default).
-    pub steal: bool,
     /// Print every event the policy emits.
     pub print_events: bool,
     /// Print counter totals this often (None: only at exit).
@@ -105,7 +102,6 @@ impl Default for Opts {
             slice_us: 5000,
             cpuperf: true,
             llc_queues: false,
-            steal: false,
             print_events: false,
             stats_interval: None,
             min_gran_us: 1000,
@@ -333,7 +329,6 @@ impl<'a> Scheduler<'a> {
         let rodata = skel.maps.rodata_data.as_mut().context("no .rodata in BPF object")?;
         rodata.slice_ns = opts.slice_us * 1000;
         rodata.cpuperf_on = opts.cpuperf;
-        rodata.steal_idle = opts.steal;
         rodata.nr_cpus = nr_cpus as u32;
         rodata.agent_tgid = std::process::id() as i32;
         rodata.min_gran_ns = opts.min_gran_us * 1000;
