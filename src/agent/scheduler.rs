@@ -449,14 +449,14 @@ impl<'a> Scheduler<'a> {
         let fd_budget = crate::agent::fd_budget::FdBudget::for_limit(crate::agent::fd_budget::raise_nofile_limit());
         info!("file descriptors for tasks: at most {} pidfds (requesters), {} instruction counters", fd_budget.pidfds, fd_budget.perf);
         let mut control = Server::bind(&opts.control_path)?;
-        let t_load = std::time::Instant::now();
+        let t_load = Instant::now();
         let skel = scx_ops_load!(skel, chameleon_ops, uei)?;
         let load_ms = t_load.elapsed().as_millis();
         let tag_ids = crate::agent::apply_tags::apply(&skel.maps.tags, &mut inputs)?.tags;
         write_steal_orders(&skel.maps.steal_orders, nr_cpus)?;
         let metrics = std::sync::Arc::new(std::sync::Mutex::new(crate::report::metrics::Metrics::default()));
         let mut skel = skel;
-        let t_attach = std::time::Instant::now();
+        let t_attach = Instant::now();
         let struct_ops = {
             let _rt = crate::agent::rt_attach::RtWhileAttaching::enter();
             Some(scx_ops_attach!(skel, chameleon_ops)?)
