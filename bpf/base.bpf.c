@@ -93,6 +93,11 @@ struct chameleon_invariants invariants;
 u64 nr_events_dropped, nr_demand_dropped;	/* events.bpf.c; redemands compare */
 u64 nr_starved;		/* tasks served out of vtime order by dispatch_starved */
 u64 nr_guard_restarts;	/* late guards restarted by guard_watch */
+/*
+ * CPUs whose role is not NATIVE (an object's, a lend, a park): written on a
+ * role's change of kind (role_changed()), read by every idle dispatch.
+ */
+u32 nr_not_native;
 u32 nr_to_drain;	/* CPUs with drain or dying set (hotplug.bpf.c) */
 u64 nr_rescued;		/* queues drained because their CPU had stopped dispatching */
 

@@ -223,6 +223,7 @@ extern struct chameleon_invariants invariants;
 extern u64 nr_events_dropped, nr_demand_dropped;	/* events */
 extern u64 nr_starved, nr_guard_restarts;		/* guard */
 extern u32 nr_to_drain;					/* hotplug */
+extern u32 nr_not_native;				/* role */
 extern u64 nr_rescued;					/* hotplug */
 
 struct task_ctx {

@@ -121,6 +121,18 @@ static inline int chameleon_guard_skips(u64 nr_queued, s32 starved_pid, int lent
 }
 
 /*
+ * May a CPU with @mine tasks queued take the head of a queue of @theirs?
+ * An idle CPU (@mine 0) pulls from a queue whose head waits behind another
+ * waiter as well as the running task; a busy one only from a queue longer
+ * than its own by more than two, so that two busy CPUs never trade a task
+ * back and forth.
+ */
+static inline int chameleon_pull_worth(u64 theirs, u64 mine)
+{
+	return theirs > mine + (mine ? 2 : 1);
+}
+
+/*
  * Index into a CPU's steal order for the @i-th look of one dispatch: the
  * @nr_near SMT siblings first, then the others from a rotating @start, so
  * that successive dispatches visit every queue. Returns -1 past the end.

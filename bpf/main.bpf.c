@@ -48,8 +48,11 @@
  * - dispatch: a lent CPU runs only what it serves (lend.bpf.c), a parked one
  *   what can run nowhere else (park.bpf.c); others the task the guard named
  *   starved, the head of their queue, the previous task if still first, the
- *   head of their LLC's queue (or of another LLC's), or steal (queue.bpf.c).
- *   A fused representative takes from none of them.
+ *   head of their LLC's queue (or of another LLC's), or another CPU's:
+ *   while any CPU's role is taken, the first head found in a window of
+ *   queues (steal()); else, once a slice, the head of one queue of two or
+ *   more (balance_pull(), queue.bpf.c). A fused representative takes from
+ *   none of them.
  * - running/tick/stopping: advance the CPU's clock; charge delta * 100 /
  *   weight (weight.bpf.c: nice with cgroup cpu.weight); objects fuse, pay
  *   tax and split (exec_object.bpf.c).
@@ -337,8 +340,19 @@ static bool dispatch_cpu(s32 cpu, struct task_struct *prev)
 		if (!held)
 			hotplug_unrunnable(cpu);
 	}
-	/* Its LLC's queue (llc_queue.bpf.c), else other CPUs'. */
-	if (!held && (llc_take(cpu, prev) || steal(cpu)))
+	/*
+	 * Its LLC's queue (llc_queue.bpf.c), else another CPU's. With no
+	 * object, lend or park anywhere, once a slice the head of one queue
+	 * of two or more (balance_pull()): every waiting task was placed
+	 * when it woke or its slice ended, where an idle CPU would have
+	 * taken it, and stealing at every dispatch only runs a just-queued
+	 * wakee alone, which empties its pipe and sleeps again: a wakeup and
+	 * a migration per message rather than a batch (bench/README.md).
+	 * With roles taken, tasks are pushed off representatives and wait
+	 * on CPUs that will not serve them soon: every idle dispatch steals.
+	 */
+	if (!held && (llc_take(cpu, prev) ||
+		      (READ_ONCE(nr_not_native) ? steal(cpu) : balance_pull(cpu, 0))))
 		return true;
 	/*
 	 * Nothing else to run: the task that used up its slice here runs on,

@@ -140,8 +140,12 @@ static bool stealable(s32 victim, s32 cpu)
  * Steal the head of another CPU's queue: the SMT siblings first, then a
  * window of CHAMELEON_STEAL_SCAN - siblings other CPUs in topology order from
  * a rotating start (steal_orders). Bounded per dispatch, and every queue,
- * including an offline CPU's, is visited within a few dispatches. Tasks
- * waiting for an idle CPU do not depend on it: enqueue hands them to one.
+ * including an offline CPU's, is visited within a few dispatches. Only
+ * while a CPU's role is taken (dispatch_cpu()): tasks pushed off a
+ * representative, or waiting on a lent CPU, were not placed where an idle
+ * CPU would take them. Others do not depend on it: enqueue hands a task to
+ * an idle CPU, balance_pull() evens long queues, and the guard bounds every
+ * wait.
  */
 int steal(s32 cpu)
 {
@@ -176,12 +180,13 @@ int steal(s32 cpu)
 }
 
 /*
- * Balance between busy CPUs: stealing happens only when a CPU's own queue is
- * empty, and a CPU-bound task never wakes to be placed again, so queues made
- * uneven by hotplug or affinity changes would stay uneven. A dispatch, at
- * most once per slice on each CPU, compares its queue (@mine tasks) with one
- * other CPU's, in steal order, rotating; a queue longer by more than two
- * gives this CPU its head. O(1). Once per slice is enough for the uneven
+ * Balance between CPUs: a CPU-bound task never wakes to be placed again, so
+ * queues made uneven by hotplug or affinity changes would stay uneven, and
+ * with no role taken an idle CPU does not steal (dispatch_cpu()). A
+ * dispatch, at most once per slice on each CPU, busy or about to idle,
+ * compares its queue (@mine tasks) with one other CPU's, in steal order,
+ * rotating, and takes the head of one long enough (chameleon_pull_worth()).
+ * O(1). Once per slice is enough for the uneven
  * queues it is for, which last as long as their CPU-bound tasks do; each
  * pull moves a task off a busy CPU and takes that CPU's runqueue lock, too
  * dear for every dispatch of a wakeup-heavy load. Timed in jiffies (a load,
@@ -211,7 +216,7 @@ int balance_pull(s32 cpu, u64 mine)
 	victim = o->cpus[cpu_idx(k)];
 	/* A lent CPU's waiters are the lending bound's. */
 	if (!stealable(victim, cpu) || cpu_lent(victim) ||
-	    scx_bpf_dsq_nr_queued(victim) <= mine + 2)
+	    !chameleon_pull_worth(scx_bpf_dsq_nr_queued(victim), mine))
 		return 0;
 	if (!scx_bpf_dsq_move_to_local(victim, 0))
 		return 0;

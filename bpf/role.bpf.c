@@ -64,6 +64,8 @@ int role_changed(s32 cpu, u32 old, u32 new)
 		guard_need_set(cpu);
 	if (chameleon_role_kind(old) == chameleon_role_kind(new))
 		return 0;
+	__sync_fetch_and_add(&nr_not_native,
+			     (s32)((new | -new) >> 31) - (s32)((old | -old) >> 31));
 	if (llc_queues && cpu_valid(cpu))
 		__sync_fetch_and_add(&llc_run(llc_of(cpu))->nr_unfit,
 				     (s32)((new | -new) >> 31) - (s32)((old | -old) >> 31));

@@ -33,6 +33,7 @@ int host_lend_due(u64 now, u64 since, int has, u64 bound) { return chameleon_len
 u64 host_lend_bound(u64 bound, int pinned, u64 move) { return chameleon_lend_bound(bound, pinned, move); }
 u64 host_lend_wait_start(u64 now, u64 since, u64 waited) { return chameleon_lend_wait_start(now, since, waited); }
 int host_guard_skips(u64 nr_queued, s32 starved_pid, int lent) { return chameleon_guard_skips(nr_queued, starved_pid, lent); }
+int host_pull_worth(u64 theirs, u64 mine) { return chameleon_pull_worth(theirs, mine); }
 int host_steal_pick(u32 i, u32 nr, u32 near, u32 start) { return chameleon_steal_pick(i, nr, near, start); }
 u32 host_tag_object_level(u32 level, u32 smt) { return chameleon_tag_object_level(level, smt); }
 int host_kthread_holds(u64 at, int kt, u64 now, u64 hold) { return chameleon_kthread_holds(at, kt, now, hold); }

@@ -198,6 +198,7 @@ extern "C" {
     fn host_lend_bound(bound: u64, pinned: i32, move_ns: u64) -> u64;
     fn host_lend_wait_start(now: u64, since: u64, kernel_waited: u64) -> u64;
     fn host_steal_pick(i: u32, nr: u32, near: u32, start: u32) -> i32;
+    fn host_pull_worth(theirs: u64, mine: u64) -> i32;
     fn host_guard_skips(nr_queued: u64, starved_pid: i32, lent: i32) -> i32;
 }
 
@@ -302,6 +303,20 @@ fn guard_reads_a_lent_cpus_queue_even_with_a_starved_task_named() {
         // would keep the kernel's account of its waiters (the lending
         // bound's backstop) from being read for as long as it is lent.
         assert_eq!(host_guard_skips(2, 1234, 3), 0);
+    }
+}
+
+#[test]
+fn an_idle_cpu_pulls_a_second_waiter_a_busy_one_only_a_long_queue() {
+    unsafe {
+        // Idle: a queue whose head waits behind another waiter.
+        assert_eq!(host_pull_worth(1, 0), 0, "the head of a queue of one runs next there");
+        assert_eq!(host_pull_worth(2, 0), 1);
+        // Busy: longer than ours by more than two, so no task goes back and forth.
+        assert_eq!(host_pull_worth(3, 1), 0);
+        assert_eq!(host_pull_worth(4, 1), 1);
+        assert_eq!(host_pull_worth(0, 0), 0);
+        assert_eq!(host_pull_worth(u64::MAX - 3, 5), 1);
     }
 }
 
