@@ -9,7 +9,11 @@
 #   a) a SCHED_FIFO hog on CPU 1 for A_S s (default 20: four times the
 #      tests' watchdog), P pinned to CPU 1;
 #   b) SCHED_DEADLINE hogs (800 ms of every 1000, one per CPU: a deadline
-#      task may not be pinned), P pinned to CPU 1;
+#      task may not be pinned), P pinned to CPU 1. The hogs migrate, so
+#      what they leave CPU 1 varies between windows: EEVDF's reference read
+#      165-181 per mille in four boots and 260 in one. P is held to 80 % of
+#      the lesser of EEVDF's share and what the hogs left a CPU on average
+#      in ours' own window (1000 - their summed share / 4);
 #   c) SCHED_FIFO hogs on CPUs 1 and 3, P1 and P3 pinned there, while tagged
 #      level-1 tasks hold objects on the pairs {0,1} and {2,3}.
 # Asserted: each pinned task's share under ours >= 80 % of its EEVDF share
@@ -40,12 +44,16 @@ make_cgroup seq
 taskset -p 0x1 $$ >/dev/null || fail "cannot pin the test shell"
 failed=
 
-# check CASE WHAT OURS EEVDF: ours >= 80 % of EEVDF's (per mille shares).
+# check CASE WHAT OURS EEVDF [REF]: ours >= 80 % of EEVDF's (per mille
+# shares), or of REF (named in full) where that is less.
 check() {
+	_ref="EEVDF's $4"
+	[ -z "$5" ] || _ref=$5
 	echo "case $1: $2: EEVDF ${4} per mille, ours ${3} per mille"
 	[ "$4" -gt 0 ] || { echo "FAILED ($1): EEVDF gave $2 nothing"; failed="$failed $1"; return; }
+	[ -z "$5" ] || [ "${5%% *}" -ge "$4" ] || set -- "$1" "$2" "$3" "${5%% *}"
 	[ $(( $3 * 100 )) -ge $(( $4 * 80 )) ] ||
-		{ echo "FAILED ($1): $2 got $3 per mille, < 80 % of EEVDF's $4"; failed="$failed $1"; }
+		{ echo "FAILED ($1): $2 got $3 per mille, < 80 % of $_ref"; failed="$failed $1"; }
 }
 # (An ejection ends the test at once: the cases after it would fail for it.)
 enabled() {
@@ -74,7 +82,7 @@ case_b() {
 		taskset 0xf spin -D 800:1000 "$1" >/dev/null & hogs="$hogs $!"
 	done
 	sleep 1
-	shares B_SHARE $(( ($1 - 2) * 1000 )) $p
+	shares B_SHARE $(( ($1 - 2) * 1000 )) $p $hogs
 	for h in $hogs; do wait $h || fail "a SCHED_DEADLINE hog failed"; done
 	end_tasks $p
 }
@@ -103,7 +111,7 @@ case_c() {
 for c in $CASES; do
 	case $c in
 	a) [ -z "$server" ] || { case_a 12; set -- $A_SHARE; ea=$1; } ;;
-	b) case_b 10; eb=$B_SHARE ;;
+	b) case_b 10; set -- $B_SHARE; eb=$1 ;;
 	c) [ -z "$server" ] || { case_c "" 16; set -- $C_SHARE; ec1=$1 ec3=$2; } ;;
 	esac
 done
@@ -144,7 +152,10 @@ for c in $CASES; do
 		;;
 	b)
 		case_b 10
-		check b "P behind deadline hogs" "$B_SHARE" "$eb"
+		set -- $B_SHARE
+		left=$(( 1000 - ($2 + $3 + $4 + $5) / 4 ))
+		echo "case b: the deadline hogs ran $2, $3, $4, $5 per mille: $left per mille of a CPU left on average"
+		check b "P behind deadline hogs" "$1" "$eb" "$left per mille (what the hogs left a CPU), less than EEVDF's $eb"
 		enabled b
 		;;
 	c)
