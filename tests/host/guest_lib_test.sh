@@ -101,3 +101,16 @@ case_ pc_after_kill_is_gone pass '
 	pc_kill'
 case_ pc_without_a_session_fails fail 'pc ok; exit 0'
 rm -rf "$pcfake"
+
+# now_ms reads /proc/uptime in the shell: the same milliseconds as awk's.
+case_ now_ms_is_uptime_in_ms pass '
+	a=$(now_ms); b=$(awk "{ printf \"%d\", \$1 * 1000 }" /proc/uptime)
+	d=$(( b - a )); [ "$d" -ge 0 ] && [ "$d" -le 1000 ] || { echo "now_ms $a, awk $b"; exit 3; }'
+# nap waits (a read that returned at once would make every poll a busy loop).
+case_ nap_waits pass '
+	a=$(now_ms); nap 0.3; b=$(now_ms)
+	[ $(( b - a )) -ge 250 ] || { echo "nap 0.3 took $(( b - a )) ms"; exit 3; }'
+case_ state_reads_the_file pass '
+	STATE=$(mktemp); echo enabled >"$STATE"
+	[ "$(state)" = enabled ] || exit 3
+	OPS=/nonexistent; [ -z "$(ops)" ] || exit 4'

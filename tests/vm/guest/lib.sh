@@ -44,13 +44,39 @@ invariants_held() {
 
 pass() { invariants_held; echo "PASS $TEST"; exit 0; }
 
+# The helpers a test polls with start no process: under single-threaded TCG
+# every vCPU shares one host thread, and what the test's own loop runs is
+# time the system under test does not get. A fork and exec costs 10-15 ms
+# of a vCPU there (awk, cat, usleep), a subshell 5, a builtin read under 1:
+# start_agent's poll every 10 ms (cat, awk, grep, usleep) made the agent's
+# start 4.7-5.3 s against 2.6-2.9 s waited for quietly.
 # Milliseconds since boot (/proc/uptime has 10 ms resolution: enough here).
 now_ms() {
-	awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime
+	read -r _upt _upi </proc/uptime
+	echo $(( ${_upt%.*} * 1000 + 10 * 1${_upt#*.} - 1000 ))
+}
+# now_var: the same in NOW, without the subshell $(now_ms) takes.
+now_var() {
+	read -r _upt _upi </proc/uptime
+	NOW=$(( ${_upt%.*} * 1000 + 10 * 1${_upt#*.} - 1000 ))
 }
 
-state() { cat "$STATE"; }
-ops() { cat "$OPS" 2>/dev/null; }
+state() { read -r _st <"$STATE" && echo "$_st"; }
+ops() { read -r _ops 2>/dev/null <"$OPS" && echo "$_ops"; }
+
+# nap SECONDS (fractions too): sleep inside the shell, a read's timeout on a
+# FIFO no one writes (fd 9), not as a process (usleep); where read has no
+# timeout (dash, the host's sh), sleep.
+nap() { sleep "$1"; }
+if mkfifo "/tmp/.nap.$$" 2>/dev/null; then
+	exec 9<>"/tmp/.nap.$$"
+	rm -f "/tmp/.nap.$$"
+	if [ -z "$(read -t 0.001 _napv <&9 2>&1)" ]; then
+		nap() { read -t "$1" _napv <&9; return 0; }
+	else
+		exec 9<&-
+	fi
+fi
 
 # scx_utils appends a version suffix to the ops name: match the prefix.
 ops_is_chameleon() {
@@ -59,11 +85,16 @@ ops_is_chameleon() {
 
 # wait_state WANT TIMEOUT_MS: poll every 10 ms; prints the ms it took.
 wait_state() {
-	want=$1 limit=$2 t0=$(now_ms)
+	want=$1 limit=$2
+	now_var
+	t0=$NOW
 	while :; do
-		[ "$(state)" = "$want" ] && { echo $(( $(now_ms) - t0 )); return 0; }
-		[ $(( $(now_ms) - t0 )) -ge "$limit" ] && return 1
-		usleep 10000
+		_st=
+		read -r _st 2>/dev/null <"$STATE"
+		now_var
+		[ "$_st" = "$want" ] && { echo $(( NOW - t0 )); return 0; }
+		[ $(( NOW - t0 )) -ge "$limit" ] && return 1
+		nap 0.01
 	done
 }
 
@@ -88,15 +119,19 @@ start_agent() {
 		"${AGENT_BIN:-scx_chameleon}" "$@" >"$AGENT_LOG" 2>&1 &
 	fi
 	AGENT_PID=$!
-	t0=$(now_ms)
-	until [ "$(state)" = enabled ]; do
-		# An agent that failed to load is gone (or a zombie): no need to wait.
-		if [ ! -e /proc/$AGENT_PID ] || grep -q '^State:.*[ZX]' /proc/$AGENT_PID/status 2>/dev/null; then
-			fail "the agent exited before the scheduler was enabled"
-		fi
-		[ $(( $(now_ms) - t0 )) -lt ${AGENT_START_MS:-30000} ] ||
+	now_var
+	t0=$NOW
+	while read -r _st <"$STATE" && [ "$_st" != enabled ]; do
+		# An agent that failed to load is gone (or a zombie): no need to
+		# wait. (/proc/PID/stat's third field, its state; the name in the
+		# second has no space.)
+		_ast=X
+		read -r _sp1 _sp2 _ast _sp4 2>/dev/null </proc/$AGENT_PID/stat
+		case $_ast in Z | X) fail "the agent exited before the scheduler was enabled" ;; esac
+		now_var
+		[ $(( NOW - t0 )) -lt ${AGENT_START_MS:-30000} ] ||
 			fail "scheduler not enabled within ${AGENT_START_MS:-30000} ms (state $(state)); agent log: $(tail -n 5 "$AGENT_LOG" | tr '\n' '|')"
-		usleep 10000
+		nap 0.02
 	done
 	ops_is_chameleon || fail "root/ops is '$(ops)', not chameleon"
 	ok "scx_chameleon attached (pid $AGENT_PID, ops $(ops)) after $(( $(now_ms) - t0 )) ms"
@@ -140,7 +175,7 @@ wait_object() {
 	t0=$(now_ms)
 	until [ "$(object $1)" = "$2" ]; do
 		[ $(( $(now_ms) - t0 )) -lt 5000 ] || fail "$3: pid $1 has [$(object $1)], want [$2]"
-		usleep 100000
+		nap 0.1
 	done
 }
 
@@ -153,7 +188,7 @@ until_ok() {
 	_ut0=$(now_ms)
 	until "$@"; do
 		[ $(( $(now_ms) - _ut0 )) -lt "$_ums" ] || fail "$_uwhat (after $_ums ms)"
-		usleep 50000
+		nap 0.05
 	done
 	TOOK=$(( $(now_ms) - _ut0 ))
 }
@@ -192,7 +227,7 @@ spinners_then_seq() {
 		eval p$n=$!
 		n=$((n + 1))
 	done
-	usleep 300000
+	nap 0.3
 	spin -g /sys/fs/cgroup/seq $LONG >/dev/null &
 	a=$!
 }
@@ -202,7 +237,7 @@ wait_log() {
 	t0=$(now_ms)
 	until grep -q "$1" "$AGENT_LOG"; do
 		[ $(( $(now_ms) - t0 )) -lt "$2" ] || fail "$3"
-		usleep 50000
+		nap 0.05
 	done
 }
 
@@ -214,7 +249,7 @@ wait_log_after() {
 	t0=$(now_ms)
 	until tail -n +$(($1 + 1)) "$AGENT_LOG" | grep -q "$2"; do
 		[ $(( $(now_ms) - t0 )) -lt "$3" ] || fail "$4"
-		usleep 50000
+		nap 0.05
 	done
 }
 
@@ -335,7 +370,7 @@ wait_online() {
 	_t=$(now_ms)
 	until [ "$(online)" = "$1" ]; do
 		[ $(( $(now_ms) - _t )) -lt "${2:-30000}" ] || fail "${3:+$3: }online $(online), expected $1"
-		usleep 10000
+		nap 0.01
 	done
 }
 
@@ -387,7 +422,7 @@ pc_close() {
 	while _pc_alive; do
 		[ $(( $(now_ms) - _pct )) -lt 5000 ] ||
 			fail "pc_close: session $PC_PID still running 5 s after its stdin closed (a child holds fd 3?)"
-		usleep 10000
+		nap 0.01
 	done
 	wait "$PC_PID"
 	_pcrc=$?
@@ -415,7 +450,7 @@ pick_irq() {
 		[ -n "$(ls "$_d" | grep -v -e '^affinity_hint$' -e '^node$' -e '^smp_affinity' -e '^effective_affinity' -e '^spurious$')" ] || continue
 		echo "$1" >"$_d/smp_affinity_list" 2>/dev/null || continue
 		echo "   IRQ $_n: affinity $1 requested"
-		usleep 200000
+		nap 0.2
 		[ "$(cat "$_d/smp_affinity_list")" = "$1" ] || continue
 		case $1 in
 		*[-,]*) ;;
