@@ -121,7 +121,12 @@ start_agent() {
 	AGENT_PID=$!
 	now_var
 	t0=$NOW
-	while read -r _st <"$STATE" && [ "$_st" != enabled ]; do
+	# Started = sched_ext enabled and the agent's own "attached" line
+	# logged: the kernel enables the ops inside the attach, before the
+	# agent binds the module, starts emulation and its workers (so a test
+	# needs --log-level to include info for the agent's target).
+	while ! { read -r _st <"$STATE" && [ "$_st" = enabled ] &&
+		grep -q "scx_chameleon attached:" "$AGENT_LOG"; }; do
 		# An agent that failed to load is gone (or a zombie): no need to
 		# wait. (/proc/PID/stat's third field, its state; the name in the
 		# second has no space.)
