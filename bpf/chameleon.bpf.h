@@ -76,6 +76,12 @@ extern u64 tags_gen;	/* the agent's tag generation (base.bpf.c) */
 #define CHAMELEON_GUARD_LATE_NS	(3 * CHAMELEON_GUARD_NS)
 /* Well under the watchdog (timeout_ms 10 s), above any wait we mean to impose. */
 #define CHAMELEON_STARVE_NS	(1000ULL * 1000 * 1000)
+/*
+ * A queue whose CPU has not dispatched for this long while tasks wait in it is
+ * served by the others (hotplug_guard_cpu). Longer than a slice by far, and
+ * far below the kernel's watchdog. Lent CPUs are left to the lending bound.
+ */
+#define CHAMELEON_RESCUE_NS	(200ULL * 1000 * 1000)
 
 /*
  * Per-CPU state, one array per concept, each entry a cache line of its own

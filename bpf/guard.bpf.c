@@ -54,6 +54,19 @@ u64 nr_guard_sweep_finds; /* CPUs the sweep found in need, their bit clear */
 #define CHAMELEON_GUARD_SWEEP	4
 
 u32 sweep_at;	/* the next CPU the sweep looks at */
+
+/*
+ * A CPU that dispatched this recently serves its queue itself
+ * (chameleon_guard_served()): a quarter of the rescue's bound, so that the
+ * passes before a rescue is due look at the CPU whole.
+ */
+#define CHAMELEON_GUARD_SERVED_NS	(CHAMELEON_RESCUE_NS / 4)
+/*
+ * A served CPU's tail is looked at once every this many passes: the 1 s
+ * starve bound is then kept within 80 ms, and a pass under load costs
+ * nr_cpus / 8 tail walks, not nr_cpus.
+ */
+#define CHAMELEON_GUARD_TAIL_EVERY	8
 /*
  * Accumulators in memory for the guard's loops and those it calls, where one
  * in a register would make each turn a new state for the verifier
@@ -181,6 +194,9 @@ int guard_queue(s32 cpu, u64 now)
 	if (!cpu_valid(cpu))
 		return 0;
 	kind = role_kind(cpu);
+	if (kind != CHAMELEON_ROLE_REP && kind != CHAMELEON_ROLE_LENT &&
+	    kind != CHAMELEON_ROLE_PARKED)
+		return 0;
 	if (!scx_bpf_dsq_nr_queued(cpu)) {
 		/*
 		 * A lent CPU's waiters all gone: the next one starts a new
@@ -195,9 +211,6 @@ int guard_queue(s32 cpu, u64 now)
 	}
 	if (kind == CHAMELEON_ROLE_LENT &&
 	    !chameleon_lend_due(now, cpu_lend(cpu)->lend_wait_since, true, lend_wait_ns))
-		return 0;
-	if (kind != CHAMELEON_ROLE_REP && kind != CHAMELEON_ROLE_LENT &&
-	    kind != CHAMELEON_ROLE_PARKED)
 		return 0;
 	move_queue(cpu, MOVE_FORBIDDEN);
 	if (kind != CHAMELEON_ROLE_LENT)
@@ -324,6 +337,41 @@ int guard_release_cpu(s32 c)
 	return cpu_valid(c) && (guard_needs(c) || guard_release(c));
 }
 
+/*
+ * Does @c serve its own queue (chameleon_guard_served())? Then a pass leaves
+ * it but for its tail, on its turn. What the guard timed for it while it
+ * served (an RT task seen, a local queue lingering) starts afresh: neither
+ * can be, one of our tasks running there. Its queue counts as seen no later
+ * than its last dispatch, so that the rescue's time runs from that dispatch
+ * (chameleon_unserved_j()) if it stops dispatching, as if every pass had
+ * looked.
+ */
+int guard_served(s32 c, u64 now_j)
+{
+	struct cpu_hotplug *h;
+	struct cpu_release *rl;
+	struct cpu_run *cr;
+
+	if (!cpu_valid(c))
+		return 0;
+	h = &cpu_hps[CPU_IDX(c)];
+	cr = cpu_run(c);
+	if (!chameleon_guard_served(role_word(c) == CHAMELEON_ROLE_NATIVE, READ_ONCE(cr->running),
+				    READ_ONCE(h->online), READ_ONCE(h->drain) || READ_ONCE(h->dying),
+				    READ_ONCE(cr->starved_pid),
+				    jiffies_to_ns(chameleon_unserved_j(now_j, READ_ONCE(cr->dispatched_j), 0)),
+				    CHAMELEON_GUARD_SERVED_NS))
+		return 0;
+	if (!h->queued_seen_j)
+		h->queued_seen_j = READ_ONCE(cr->dispatched_j) ?: 1;
+	rl = &cpu_releases[CPU_IDX(c)];
+	if (rl->rt_seen_at)
+		rl->rt_seen_at = 0;
+	if (rl->local_seen_at)
+		rl->local_seen_at = 0;
+	return 1;
+}
+
 /* Guard's steps for CPU @c after its queue's (guard_queue): calls only (guard_next()). */
 int guard_cpu(s32 c, u64 now, u64 now_j)
 {
@@ -447,7 +495,11 @@ int guard_loop(u32 step, u64 now, u64 now_j)
 			if (guard_release_cpu(c))
 				guard_queue(c, now);
 		} else if (step == GUARD_CPUS) {
-			guard_cpu(c, now, now_j);
+			/* (Not inside guard_cpu(): before 7.0, one call deeper is too deep.) */
+			if (!guard_served(c, now_j))
+				guard_cpu(c, now, now_j);
+			else if (chameleon_guard_tail_turn(c, nr_guard_runs, CHAMELEON_GUARD_TAIL_EVERY))
+				starve_check(c, now, now_j);
 		} else if (guard_release_cpu(c)) {
 			guard_kept = 1;
 		}
@@ -459,7 +511,9 @@ int guard_loop(u32 step, u64 now, u64 now_j)
  * One pass over the CPUs whose guard_need bit is set: those that need
  * nothing more lose it at once; the others' queues first (guard_queue),
  * then their objects (guard_object), starved tasks (starve_check), hotplug
- * and unserved queues (hotplug_guard_cpu, hotplug_dying); the bits of CPUs
+ * and unserved queues (hotplug_guard_cpu, hotplug_dying), of a CPU that
+ * serves its own queue only its tail, one pass in
+ * CHAMELEON_GUARD_TAIL_EVERY (guard_served()); the bits of CPUs
  * left needing nothing are cleared, and the sweep looks at a few more.
  * Queues before objects: a representative's lending bound (guard_object) is
  * checked after its lent CPUs' waiters that may run elsewhere were moved

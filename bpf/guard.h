@@ -64,4 +64,32 @@ static inline u32 chameleon_sweep_len(u32 nr_cpus, u32 per_pass)
 	return nr_cpus < per_pass ? nr_cpus : per_pass;
 }
 
+/*
+ * A CPU whose guard_need bit is set that serves its own queue: NATIVE, one
+ * of our tasks running on it (so no higher class holds it and a kick would
+ * find it busy), online and not being drained, no task named starved, and
+ * a dispatch within @served_ns (@since_dispatch_ns ago). Every bound the
+ * guard keeps for such a CPU but the starved tail is kept by the CPU
+ * itself: its next dispatch serves its queue, and the rescue of an
+ * unserved queue (CHAMELEON_RESCUE_NS, well above @served_ns) needs a
+ * stretch without dispatch, which makes it not served for the passes
+ * before the rescue is due.
+ */
+static inline int chameleon_guard_served(int native, int running, int online, int draining,
+					 s32 starved_pid, u64 since_dispatch_ns, u64 served_ns)
+{
+	return native && running && online && !draining && !starved_pid &&
+	       since_dispatch_ns < served_ns;
+}
+
+/*
+ * Whether pass @pass looks at the tail of served CPU @cpu's queue: once
+ * every @every passes (a power of two), the CPUs spread over them, so that
+ * a pass under load looks at nr_cpus / @every tails.
+ */
+static inline int chameleon_guard_tail_turn(u32 cpu, u64 pass, u32 every)
+{
+	return ((cpu + pass) & (every - 1)) == 0;
+}
+
 #endif /* __CHAMELEON_GUARD_H */

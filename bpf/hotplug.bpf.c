@@ -82,13 +82,6 @@ void hotplug_cpu_back(s32 cpu)
 }
 
 /*
- * A queue whose CPU has not dispatched for this long while tasks wait in it is
- * served by the others. Longer than a slice by far, and far below the
- * kernel's watchdog. Lent CPUs are left to the lending bound.
- */
-#define CHAMELEON_RESCUE_NS	(200ULL * 1000 * 1000)
-
-/*
  * From the guard timer: a dying CPU @c is kicked until the kernel took it
  * out of the online mask; then it is no longer dying, and done draining
  * once its queue is empty. Global: verified once.

@@ -55,3 +55,8 @@ u64 host_time_since(u64 now, u64 at) { return chameleon_time_since(now, at); }
 u32 host_lowest_bit(u64 w) { return chameleon_lowest_bit(w); }
 u64 host_unserved_j(u64 now_j, u64 dispatched_j, u64 seen_j) { return chameleon_unserved_j(now_j, dispatched_j, seen_j); }
 u32 host_sweep_len(u32 nr_cpus, u32 per_pass) { return chameleon_sweep_len(nr_cpus, per_pass); }
+int host_guard_served(int native, int running, int online, int draining, s32 starved_pid, u64 since_ns, u64 served_ns)
+{
+	return chameleon_guard_served(native, running, online, draining, starved_pid, since_ns, served_ns);
+}
+int host_guard_tail_turn(u32 cpu, u64 pass, u32 every) { return chameleon_guard_tail_turn(cpu, pass, every); }

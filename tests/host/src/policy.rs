@@ -498,6 +498,40 @@ extern "C" {
     fn host_lowest_bit(w: u64) -> u32;
     fn host_unserved_j(now_j: u64, dispatched_j: u64, seen_j: u64) -> u64;
     fn host_sweep_len(nr_cpus: u32, per_pass: u32) -> u32;
+    fn host_guard_served(native: i32, running: i32, online: i32, draining: i32, starved_pid: i32, since_ns: u64, served_ns: u64) -> i32;
+    fn host_guard_tail_turn(cpu: u32, pass: u64, every: u32) -> i32;
+}
+
+/// The guard leaves a CPU to itself only while it plainly serves its queue:
+/// any of a role, a higher class or nothing of ours running, hotplug, a
+/// named starved task or a dispatch too long ago makes it look.
+#[test]
+fn the_guard_leaves_only_a_cpu_that_serves_its_queue() {
+    const SERVED: u64 = 50_000_000;
+    unsafe {
+        assert_eq!(host_guard_served(1, 1, 1, 0, 0, 4_000_000, SERVED), 1, "native, running, dispatched 4 ms ago");
+        assert_eq!(host_guard_served(0, 1, 1, 0, 0, 0, SERVED), 0, "a role (object, lend, park)");
+        assert_eq!(host_guard_served(1, 0, 1, 0, 0, 0, SERVED), 0, "nothing of ours runs: idle or a higher class");
+        assert_eq!(host_guard_served(1, 1, 0, 0, 0, 0, SERVED), 0, "offline");
+        assert_eq!(host_guard_served(1, 1, 1, 1, 0, 0, SERVED), 0, "draining or dying");
+        assert_eq!(host_guard_served(1, 1, 1, 0, 42, 0, SERVED), 0, "a task named starved");
+        assert_eq!(host_guard_served(1, 1, 1, 0, 0, SERVED, SERVED), 0, "no dispatch for the whole bound");
+    }
+}
+
+/// Each served CPU's tail is looked at once in every 8 passes, and each pass
+/// looks at an eighth of them.
+#[test]
+fn each_served_tail_has_a_turn_in_every_eight_passes() {
+    for cpu in 0..256u32 {
+        let turns: Vec<u64> = (0..16u64).filter(|&p| unsafe { host_guard_tail_turn(cpu, p, 8) } == 1).collect();
+        assert_eq!(turns.len(), 2, "cpu {cpu}: {turns:?}");
+        assert_eq!(turns[1] - turns[0], 8);
+    }
+    for pass in 0..8u64 {
+        let n = (0..256u32).filter(|&c| unsafe { host_guard_tail_turn(c, pass, 8) } == 1).count();
+        assert_eq!(n, 32, "pass {pass}");
+    }
 }
 
 /// The guard walks the set bits of its words: every bit, lowest first.
