@@ -272,6 +272,9 @@ struct task_ctx {
 	u64	resume_lag;	/* vtime lent to queue it in front after a kthread's turn (preempt.h) */
 	u64	wcg;		/* cgroup whose cpu.weight it follows, 0: none (weight.bpf.c) */
 	u64	wcounted;	/* cgroup it is counted runnable in, 0: none */
+	/* As a waker: whom it last woke by a sync wakeup, and how it wakes (select_cpu). */
+	s32	last_wakee;
+	struct chameleon_wake_rec wake_rec;
 	/* Virtual threads: its place in the queue of each CPU of its object. */
 	u64	vruntimes[CHAMELEON_OBJ_MAX_CPUS];
 };

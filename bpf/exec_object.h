@@ -133,6 +133,36 @@ static inline int chameleon_pull_worth(u64 theirs, u64 mine)
 }
 
 /*
+ * How a task wakes others with sync wakeups (the waker about to wait for
+ * an answer: pipes, sockets): over windows of CHAMELEON_SYNC_WINDOW such
+ * wakeups, how many woke another task than the one before (@flips). A
+ * waker that flips in more than half of a window wakes many tasks in turn
+ * (a writer to many pipes, a server to its clients: @many, kept for the
+ * next window); one that wakes the same partner each time (a pipe's two
+ * ends) does not.
+ */
+#define CHAMELEON_SYNC_WINDOW	16
+
+struct chameleon_wake_rec {
+	u8 wakes;
+	u8 flips;
+	u8 many;
+	u8 pad;
+};
+
+static inline void chameleon_wake_record(struct chameleon_wake_rec *r, int flipped)
+{
+	r->wakes++;
+	if (flipped)
+		r->flips++;
+	if (r->wakes < CHAMELEON_SYNC_WINDOW)
+		return;
+	r->many = r->flips * 2 > r->wakes;
+	r->wakes = 0;
+	r->flips = 0;
+}
+
+/*
  * Index into a CPU's steal order for the @i-th look of one dispatch: the
  * @nr_near SMT siblings first, then the others from a rotating @start, so
  * that successive dispatches visit every queue. Returns -1 past the end.

@@ -32,7 +32,9 @@
  * - select_cpu: the CPU the task last ran on if idle, else the kernel's
  *   default idle search; a CPU the rule refuses is passed over for another
  *   idle one. A task that found an idle CPU is handed to it; for one that
- *   found none, enqueue does not search again.
+ *   found none, enqueue does not search again. A sync wakeup by a task that
+ *   wakes many in turn (sync_flags()) may queue the wakee behind its waker,
+ *   as the kernel's search answers; a pipe's two ends keep a CPU each.
  * - a task's wake and sleep (wake.bpf.c): its tag checked, its virtual
  *   threads placed, the agent told if needed; the sleep in
  *   stopping(!runnable), the wake in the first op that places it after
@@ -141,6 +143,27 @@ int wake_direct(struct task_struct *p __arg_trusted, s32 cpu)
 	return 0;
 }
 
+/*
+ * The flags select_cpu searches with: SCX_WAKE_SYNC kept only for a waker
+ * that wakes many tasks in turn (chameleon_wake_record()). The wakee of one
+ * that wakes a single partner back and forth (a pipe's ends) keeps a CPU
+ * of its own: queued behind its waker each time, the two would share one
+ * CPU and switch at every message while others idle.
+ */
+static __always_inline u64 sync_flags(struct task_struct *p, u64 wake_flags)
+{
+	struct task_ctx *wctx;
+
+	if (!(wake_flags & SCX_WAKE_SYNC))
+		return wake_flags;
+	wctx = task_ctx(bpf_get_current_task_btf());
+	if (!wctx)
+		return wake_flags & ~SCX_WAKE_SYNC;
+	chameleon_wake_record(&wctx->wake_rec, wctx->last_wakee != p->pid);
+	wctx->last_wakee = p->pid;
+	return wctx->wake_rec.many ? wake_flags : wake_flags & ~SCX_WAKE_SYNC;
+}
+
 s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
@@ -182,7 +205,18 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return prev_cpu;
 	}
 
-	cpu = select_idle_near(p, prev_cpu, wake_flags & ~SCX_WAKE_SYNC, &is_idle);
+	wake_flags = sync_flags(p, wake_flags);
+	cpu = select_idle_near(p, prev_cpu, wake_flags, &is_idle);
+	/*
+	 * A sync wakeup kept (sync_flags()): the kernel's search answers with
+	 * the waker's CPU, not idle, when nothing waits in its local queue and
+	 * the node has idle CPUs. The wakee then queues behind its waker
+	 * (enqueue), where it runs when the waker sleeps, its data in the
+	 * cache the waker just wrote it into: not handed to another CPU to
+	 * run alone and sleep again at once, one wakeup and migration a message.
+	 */
+	if ((wake_flags & SCX_WAKE_SYNC) && cpu == bpf_get_smp_processor_id())
+		is_idle = false;
 	/*
 	 * Found idle but not to be used now (a role changed since the
 	 * search, a higher class holds it, a kthread's search found a lent

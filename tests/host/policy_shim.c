@@ -34,6 +34,19 @@ u64 host_lend_bound(u64 bound, int pinned, u64 move) { return chameleon_lend_bou
 u64 host_lend_wait_start(u64 now, u64 since, u64 waited) { return chameleon_lend_wait_start(now, since, waited); }
 int host_guard_skips(u64 nr_queued, s32 starved_pid, int lent) { return chameleon_guard_skips(nr_queued, starved_pid, lent); }
 int host_pull_worth(u64 theirs, u64 mine) { return chameleon_pull_worth(theirs, mine); }
+/* Feeds @n sync wakeups of the wakees in @wakees[] to a fresh record; its "many" after each. */
+void host_wake_many(const s32 *wakees, u32 n, u8 *many)
+{
+	struct chameleon_wake_rec r = {};
+	s32 last = 0;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		chameleon_wake_record(&r, wakees[i] != last);
+		last = wakees[i];
+		many[i] = r.many;
+	}
+}
 int host_steal_pick(u32 i, u32 nr, u32 near, u32 start) { return chameleon_steal_pick(i, nr, near, start); }
 u32 host_tag_object_level(u32 level, u32 smt) { return chameleon_tag_object_level(level, smt); }
 int host_kthread_holds(u64 at, int kt, u64 now, u64 hold) { return chameleon_kthread_holds(at, kt, now, hold); }

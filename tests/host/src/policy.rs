@@ -199,6 +199,7 @@ extern "C" {
     fn host_lend_wait_start(now: u64, since: u64, kernel_waited: u64) -> u64;
     fn host_steal_pick(i: u32, nr: u32, near: u32, start: u32) -> i32;
     fn host_pull_worth(theirs: u64, mine: u64) -> i32;
+    fn host_wake_many(wakees: *const i32, n: u32, many: *mut u8);
     fn host_guard_skips(nr_queued: u64, starved_pid: i32, lent: i32) -> i32;
 }
 
@@ -318,6 +319,34 @@ fn an_idle_cpu_pulls_a_second_waiter_a_busy_one_only_a_long_queue() {
         assert_eq!(host_pull_worth(0, 0), 0);
         assert_eq!(host_pull_worth(u64::MAX - 3, 5), 1);
     }
+}
+
+fn wake_many(wakees: &[i32]) -> Vec<u8> {
+    let mut many = vec![0u8; wakees.len()];
+    unsafe { host_wake_many(wakees.as_ptr(), wakees.len() as u32, many.as_mut_ptr()) };
+    many
+}
+
+/// A writer to ten pipes in turn wakes many (its wakees queue behind it);
+/// a pipe's end waking its one partner, or two partners in long runs, does
+/// not; the answer holds for a window of 16 wakeups and follows a change.
+#[test]
+fn a_waker_of_many_in_turn_is_told_from_a_partner() {
+    let round_robin: Vec<i32> = (0..64).map(|i| 100 + i % 10).collect();
+    let many = wake_many(&round_robin);
+    assert!(many[..15].iter().all(|&m| m == 0), "no answer before a whole window");
+    assert!(many[15..].iter().all(|&m| m == 1), "{many:?}");
+
+    let partner = vec![7; 64];
+    assert!(wake_many(&partner).iter().all(|&m| m == 0));
+    let runs: Vec<i32> = (0..64).map(|i| if (i / 8) % 2 == 0 { 7 } else { 8 }).collect();
+    assert!(wake_many(&runs).iter().all(|&m| m == 0), "one flip in 8: a partner at a time");
+
+    let mut change = round_robin[..32].to_vec();
+    change.extend(vec![7; 32]);
+    let many = wake_many(&change);
+    assert_eq!(many[31], 1);
+    assert_eq!(many[47], 0, "a window of one partner ends it");
 }
 
 #[test]
