@@ -495,7 +495,7 @@ int guard_loop(u32 step, u64 now, u64 now_j)
 			if (guard_release_cpu(c))
 				guard_queue(c, now);
 		} else if (step == GUARD_CPUS) {
-			/* (Not inside guard_cpu(): before 7.0, one call deeper is too deep.) */
+			/* (Not inside guard_cpu(): before 7.1, one call deeper is too deep.) */
 			if (!guard_served(c, now_j))
 				guard_cpu(c, now, now_j);
 			else if (chameleon_guard_tail_turn(c, nr_guard_runs, CHAMELEON_GUARD_TAIL_EVERY))
