@@ -12,7 +12,7 @@
 #include "chameleon.bpf.h"
 
 /* ---- Settings: written by the agent before the load, frozen after. ---- */
-const volatile u64 slice_ns = 5ULL * 1000 * 1000;
+const volatile u64 slice_ns = 20ULL * 1000 * 1000;
 const volatile u32 nr_cpus = 1;	/* possible CPUs, <= CHAMELEON_MAX_CPUS */
 const volatile s32 agent_tgid;	/* the agent's own threads are not load */
 const volatile u64 run_id;	/* --run-id, for the exit dump */

@@ -82,6 +82,14 @@ extern u64 tags_gen;	/* the agent's tag generation (base.bpf.c) */
  * far below the kernel's watchdog. Lent CPUs are left to the lending bound.
  */
 #define CHAMELEON_RESCUE_NS	(200ULL * 1000 * 1000)
+/*
+ * A waiter's turn on a CPU a bound split gave back (lend_due()): at most
+ * this long, whatever the slice. The bound guarantees that a waiter runs;
+ * how much of the CPU the object keeps is the tax's to say, and a turn of
+ * a whole default slice (20 ms) per 50 ms bound would give a waiter at tax
+ * 0.01 nearly a third of the CPU.
+ */
+#define CHAMELEON_OWED_TURN_NS	(5ULL * 1000 * 1000)
 
 /*
  * Per-CPU state, one array per concept, each entry a cache line of its own
@@ -614,6 +622,7 @@ s32 kwork_sibling(s32 cpu) __hidden;
 void pending_dispatched(s32 cpu, u64 t0, bool dispatched) __hidden;
 void pending_switched(s32 cpu, bool stopping) __hidden;
 void lend_owed_served(s32 cpu, struct task_struct *p) __hidden;
+void lend_owed_turn(s32 cpu, struct task_struct *p) __hidden;
 int lend_due(s32 rep, u64 now, u64 bound_ns, u32 *acc);
 int waiter_due(s32 rep, struct task_ctx *owner, u64 now);
 u32 begin_decision(s32 rep, u64 now);

@@ -255,13 +255,33 @@ int lend_due(s32 rep, u64 now, u64 bound_ns, u32 *acc)
 				       chameleon_lend_bound(bound_ns, READ_ONCE(cl->lend_pinned),
 							    CHAMELEON_RELEASE_NS))) {
 			cl->lend_owed_n = nr > 0 ? nr : 1;
-			cl->lend_block_until = now + bound_ns + cl->lend_owed_n * slice_ns;
+			cl->lend_block_until = now + bound_ns +
+					       cl->lend_owed_n * CHAMELEON_OWED_TURN_NS;
 			cl->lend_owed_j = bpf_jiffies64() - 1;
 			cl->lend_owed_by = rep + 1;
 			*acc = 1;
 		}
 	}
 	return *acc;
+}
+
+/* Was @p waiting on @cpu when a bound split gave it back (lend_due())? */
+static bool lend_owed_waiter(struct cpu_lend *cl, struct task_struct *p)
+{
+	return cl->lend_owed_by && !is_pcpu_kthread(p) &&
+	       (s64)(BPF_CORE_READ(p, scx.runnable_at) - cl->lend_owed_j) <= 0;
+}
+
+/*
+ * A task starts on @cpu: one of the waiters a bound split gave it back to
+ * runs for its turn, not a whole slice (CHAMELEON_OWED_TURN_NS).
+ */
+void lend_owed_turn(s32 cpu, struct task_struct *p)
+{
+	struct cpu_lend *cl = cpu_lend(cpu);
+
+	if (lend_owed_waiter(cl, p) && p->scx.slice > CHAMELEON_OWED_TURN_NS)
+		scx_bpf_task_set_slice(p, CHAMELEON_OWED_TURN_NS);
 }
 
 /*
@@ -278,8 +298,7 @@ void lend_owed_served(s32 cpu, struct task_struct *p)
 	s32 rep = cl->lend_owed_by - 1;
 	struct rep_ctx *rc;
 
-	if (!cl->lend_owed_by || is_pcpu_kthread(p) ||
-	    (s64)(BPF_CORE_READ(p, scx.runnable_at) - cl->lend_owed_j) > 0)
+	if (!lend_owed_waiter(cl, p))
 		return;
 	if (cl->lend_owed_n > 1) {
 		cl->lend_owed_n--;

@@ -458,6 +458,7 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 	tctx->exec_at = p->se.sum_exec_runtime;
 	if (cpu_lend(cpu)->local_from)
 		pending_switched(cpu, false);
+	lend_owed_turn(cpu, p);
 	/* Objects: only where one is, or may be (exec_object.bpf.c). */
 	if (tctx->tagged || tctx->fused_rep || role_word(cpu) != CHAMELEON_ROLE_NATIVE)
 		object_running(p, cpu);

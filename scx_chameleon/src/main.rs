@@ -90,8 +90,10 @@ struct Cli {
     #[arg(long, default_value = chameleon::report::status::DEFAULT_PATH)]
     status_file: std::path::PathBuf,
 
-    /// Time slice given to a task, in microseconds (100..=1000000).
-    #[arg(long, default_value_t = 5000)]
+    /// Time slice given to a task, in microseconds (100..=1000000; by
+    /// default the kernel's SCX_SLICE_DFL, 20 ms: a waking task that trails
+    /// the running one still takes the CPU within --wake-gran-us).
+    #[arg(long, default_value_t = 20000)]
     slice_us: u64,
 
     /// Leave every CPU's performance target at the kernel's default (full)

@@ -99,7 +99,7 @@ pub struct Opts {
 impl Default for Opts {
     fn default() -> Self {
         Opts {
-            slice_us: 5000,
+            slice_us: 20000,
             cpuperf: true,
             llc_queues: false,
             print_events: false,

@@ -6,7 +6,7 @@
 # 1 s without a process of its own running (a poller would land on the
 # spinner's CPU and hide the missing check), then reads when the agent
 # assigned its object (the assign line's ts_ns, the clock now_ns reads) and
-# moves it back. The retag takes a slice (5 ms), the agent's demand round
+# moves it back. The retag takes a slice (20 ms), the agent's demand round
 # trip a few more: at least 5 of the 6 rounds are assigned within 300 ms of
 # the move (a liveness bound 10x what it takes; without the check, a
 # retag waited for another task to land on the CPU: 60-1,824 ms, 3 of 8

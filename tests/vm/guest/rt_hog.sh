@@ -13,7 +13,7 @@
 # stay within the design's bound for a queue its CPU does not serve: drained
 # by hotplug_guard once nothing has dispatched there for RESCUE = 200 ms
 # (CHAMELEON_RESCUE_NS, bpf/hotplug.bpf.c), checked every guard period
-# (10 ms), then X waits behind CPU D's two tasks (a slice of 5 ms each).
+# (10 ms), then X waits behind CPU D's two tasks (a slice of 20 ms each).
 # H is the CPU the guard timer runs on (read from /proc/timer_list with every
 # CPU busy, so that the timer stays put): the guard's softirqs that overrun
 # there go to ksoftirqd, an scx task the hog starves, and the guard stops
@@ -23,7 +23,7 @@
 # resolution). A tenfold longer rescue (RELEASE 500 ms, RESCUE 2 s) fails
 # the longest stretch.
 . /opt/chameleon/guest/lib.sh
-RESCUE_MS=200 GUARD_MS=10 SLICE_MS=5
+RESCUE_MS=200 GUARD_MS=10 SLICE_MS=20
 BOUND_MS=$(( 2 * (RESCUE_MS + GUARD_MS + 2 * SLICE_MS) ))
 # The kernel's watchdog at its default: a kthread bound to CPU H (a per-CPU
 # kworker) waits for the hog as long as the hog runs, under EEVDF too with

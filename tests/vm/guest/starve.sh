@@ -10,13 +10,14 @@
 # Bounds from the design: the waiter waits at most W = --lend-wait-ms (the
 # agent's default, 50 ms: src/agent/scheduler.rs) plus two guard periods (10 ms
 # each: the tick's backstop, lend_due() in bpf/main.bpf.c), then the CPU is
-# not lent for a slice (5 ms), so it runs. TCG allowance: x2 on that wait
+# not lent for the waiter's turn (CHAMELEON_OWED_TURN_NS, 5 ms: not a whole
+# slice), so it runs. TCG allowance: x2 on that wait
 # (late timer ticks, a kick to a busy vCPU waits ~4 ms for the emulator);
 # the longest stretch may exceed it by the sampler's own longest gap (its
 # resolution). A tenfold longer lending bound (--lend-wait-ms 500) fails.
 . /opt/chameleon/guest/lib.sh
 
-LEND_WAIT_MS=50 GUARD_MS=10 SLICE_MS=5
+LEND_WAIT_MS=50 GUARD_MS=10 TURN_MS=5
 BOUND_MS=$(( 2 * (LEND_WAIT_MS + 2 * GUARD_MS) ))
 make_cgroup seq
 # CPUs 0 and 1 are the owner's and the waiter's alone: this shell, its
@@ -40,9 +41,9 @@ ok "pinned nice-19 waiter on the lent CPU, 12 s: $ran ms of CPU in $turns turns,
 [ "$(state)" = enabled ] || fail "scheduler ejected"
 [ "$mean" -le "$BOUND_MS" ] || fail "the waiter waited $mean ms per turn on average (bound: 2 x (lend wait $LEND_WAIT_MS + 2 guards of $GUARD_MS) = $BOUND_MS ms)"
 [ "$longest" -le $(( BOUND_MS + gap )) ] || fail "the waiter went $longest ms without CPU (bound $BOUND_MS ms + the sampler's gap of $gap ms)"
-# At least a slice per bounded wait: 12 s / (BOUND + slice) turns of a slice.
-min=$(( 12000 * SLICE_MS / (BOUND_MS + SLICE_MS) ))
-[ "$ran" -ge "$min" ] || fail "the waiter got $ran ms of CPU in 12 s (a slice of $SLICE_MS ms per bounded wait: >= $min ms)"
+# At least a turn per bounded wait: 12 s / (BOUND + turn) turns.
+min=$(( 12000 * TURN_MS / (BOUND_MS + TURN_MS) ))
+[ "$ran" -ge "$min" ] || fail "the waiter got $ran ms of CPU in 12 s (a turn of $TURN_MS ms per bounded wait: >= $min ms)"
 grep -q "split cpu=0 pid=$a .*reason=bound" "$AGENT_LOG" || fail "no split for the wait bound"
 stop_agent
 pass
