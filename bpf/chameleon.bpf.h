@@ -83,13 +83,16 @@ extern u64 tags_gen;	/* the agent's tag generation (base.bpf.c) */
  */
 #define CHAMELEON_RESCUE_NS	(200ULL * 1000 * 1000)
 /*
- * A waiter's turn on a CPU a bound split gave back (lend_due()): at most
- * this long, whatever the slice. The bound guarantees that a waiter runs;
- * how much of the CPU the object keeps is the tax's to say, and a turn of
- * a whole default slice (20 ms) per 50 ms bound would give a waiter at tax
- * 0.01 nearly a third of the CPU.
+ * The slice of a turn that must stay short whatever --slice-us says:
+ * - a waiter's turn on a CPU a bound split gave back (lend_due()): the bound
+ *   guarantees that a waiter runs; how much of the CPU the object keeps is
+ *   the tax's to say, and a turn of a whole default slice (20 ms) per 50 ms
+ *   bound would give a waiter at tax 0.01 nearly a third of the CPU;
+ * - an object's owner running away from its representative: each slice end
+ *   is a chance to send it home (task_rep()), which an owner preempted
+ *   inside migrate_disable() cannot take at any one of them.
  */
-#define CHAMELEON_OWED_TURN_NS	(5ULL * 1000 * 1000)
+#define CHAMELEON_SHORT_SLICE_NS	(5ULL * 1000 * 1000)
 
 /*
  * Per-CPU state, one array per concept, each entry a cache line of its own

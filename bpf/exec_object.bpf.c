@@ -492,7 +492,8 @@ int place_vthreads(struct task_ctx *tctx, struct chameleon_assignment *a)
  * fuse and is sent away. An object lives on its representative only, and
  * is its owner's: another task that takes it (not a kthread, whose turn is
  * short: the guard splits if the owner stays away) ends it. The owner of an
- * object tries to fuse (§4.3.1).
+ * object tries to fuse (§4.3.1); away from its representative it runs short
+ * slices (CHAMELEON_SHORT_SLICE_NS).
  */
 int object_running(struct task_struct *p __arg_trusted, s32 cpu)
 {
@@ -524,7 +525,14 @@ int object_running(struct task_struct *p __arg_trusted, s32 cpu)
 		rc->charged_until = now;
 		rc->owner_off_at = 0;
 	}
-	if (tctx->tagged && assignment_of(p, &a) && a.cpus[0] == cpu && a.nr_cpus >= 2) {
+	if (!tctx->tagged || !assignment_of(p, &a))
+		return 0;
+	if (a.cpus[0] != cpu) {
+		if (p->scx.slice > CHAMELEON_SHORT_SLICE_NS)
+			scx_bpf_task_set_slice(p, CHAMELEON_SHORT_SLICE_NS);
+		return 0;
+	}
+	if (a.nr_cpus >= 2) {
 		if (tctx->assign_gen != a.generation)
 			place_vthreads(tctx, &a);
 		grow_partial(tctx, &a, cpu, p->pid, now);

@@ -256,7 +256,7 @@ int lend_due(s32 rep, u64 now, u64 bound_ns, u32 *acc)
 							    CHAMELEON_RELEASE_NS))) {
 			cl->lend_owed_n = nr > 0 ? nr : 1;
 			cl->lend_block_until = now + bound_ns +
-					       cl->lend_owed_n * CHAMELEON_OWED_TURN_NS;
+					       cl->lend_owed_n * CHAMELEON_SHORT_SLICE_NS;
 			cl->lend_owed_j = bpf_jiffies64() - 1;
 			cl->lend_owed_by = rep + 1;
 			*acc = 1;
@@ -274,14 +274,14 @@ static bool lend_owed_waiter(struct cpu_lend *cl, struct task_struct *p)
 
 /*
  * A task starts on @cpu: one of the waiters a bound split gave it back to
- * runs for its turn, not a whole slice (CHAMELEON_OWED_TURN_NS).
+ * runs for its turn, not a whole slice (CHAMELEON_SHORT_SLICE_NS).
  */
 void lend_owed_turn(s32 cpu, struct task_struct *p)
 {
 	struct cpu_lend *cl = cpu_lend(cpu);
 
-	if (lend_owed_waiter(cl, p) && p->scx.slice > CHAMELEON_OWED_TURN_NS)
-		scx_bpf_task_set_slice(p, CHAMELEON_OWED_TURN_NS);
+	if (lend_owed_waiter(cl, p) && p->scx.slice > CHAMELEON_SHORT_SLICE_NS)
+		scx_bpf_task_set_slice(p, CHAMELEON_SHORT_SLICE_NS);
 }
 
 /*
