@@ -20,6 +20,9 @@
 #   INSN ksym SCHED ADDR NAME                 (one per symbol kept)
 #   INSN window ID SCHED LOAD UNITS UNIT SECONDS
 #   INSN runcnt ID TAG NAME RUN_CNT           (the delta over the window)
+#   INSN scx_events ID SCHED NAME=DELTA...    (the kernel's sched_ext event
+#     counters that moved over the window: a bypass, for one, is time the
+#     kernel scheduled without the BPF scheduler, and no callback counted)
 . /opt/chameleon/guest/lib.sh
 . /opt/chameleon/guest/bench_lib.sh
 TEST=bench_insn_cost
@@ -73,8 +76,11 @@ for sched in "$@"; do
 		esac
 		# insn_mark reads every program's run_cnt right before the window
 		# opens and right after it closes (tests/vm/tools/insn_mark.c).
+		cat /sys/kernel/sched_ext/root/events >/tmp/events.0 2>/dev/null || : >/tmp/events.0
 		insn_mark run "$w" /tmp/mark.out "$@" >/tmp/load.out 2>&1 ||
 			fail "$sched $load: $(tail -n 3 /tmp/load.out | tr '\n' '|')"
+		echo "INSN scx_events $w $sched $(cat /sys/kernel/sched_ext/root/events 2>/dev/null |
+			awk 'NR == FNR { v[$1] = $2; next } $2 != v[$1] { printf "%s=%d ", $1, $2 - v[$1] }' /tmp/events.0 -)"
 		echo "INSN window $w $sched $load $units $unit $(sed -n "s/^INSN time $w //p" /tmp/mark.out)"
 		grep '^INSN runcnt ' /tmp/mark.out
 	done
