@@ -34,6 +34,8 @@ const volatile u8 cpu_cg_shard[CHAMELEON_MAX_CPUS];
 const volatile bool llc_queues;
 const volatile u32 nr_llcs = 1;
 const volatile u8 cpu_llc[CHAMELEON_MAX_CPUS];
+/* The kernel keeps idle CPUs per NUMA node (idle_pick_in(); more than one node). */
+const volatile bool idle_per_node;
 
 /* ---- Generations and times. ---- */
 /* When chameleon_init ran. */

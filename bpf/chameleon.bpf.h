@@ -45,6 +45,7 @@ extern const volatile u8 cpu_cg_shard[CHAMELEON_MAX_CPUS];
 extern const volatile bool llc_queues;	/* LLC queues on (llc_queue.bpf.c) */
 extern const volatile u32 nr_llcs;
 extern const volatile u8 cpu_llc[CHAMELEON_MAX_CPUS];	/* each CPU's LLC, 0 .. nr_llcs - 1 */
+extern const volatile bool idle_per_node;	/* SCX_OPS_BUILTIN_IDLE_PER_NODE is set */
 extern u64 init_at;	/* when chameleon_init ran */
 extern u64 tags_gen;	/* the agent's tag generation (base.bpf.c) */
 
@@ -373,6 +374,28 @@ static __always_inline u32 llc_of(s32 cpu)
 static __always_inline struct llc_run *llc_run(u32 l)
 {
 	return &llc_runs[l & (CHAMELEON_MAX_LLCS - 1)];
+}
+
+/*
+ * The kernel's idle search by mask. On a machine of several NUMA nodes the
+ * agent sets SCX_OPS_BUILTIN_IDLE_PER_NODE: each node's idle CPUs are a mask
+ * of their own (written by that node's CPUs only), and the search starts in
+ * @near's node and widens by distance. There the global kfuncs are errors,
+ * so every idle search by mask goes through these two.
+ */
+static __always_inline s32 idle_pick_in(const struct cpumask *mask, s32 near)
+{
+	if (idle_per_node)
+		return scx_bpf_pick_idle_cpu_node(mask, scx_bpf_cpu_node(near), 0);
+	return scx_bpf_pick_idle_cpu(mask, 0);
+}
+
+/* The idle CPUs of @near's node (of the machine without per-node masks). */
+static __always_inline const struct cpumask *idle_mask_near(s32 near)
+{
+	if (idle_per_node)
+		return scx_bpf_get_idle_cpumask_node(scx_bpf_cpu_node(near));
+	return scx_bpf_get_idle_cpumask();
 }
 
 /* Is @q an LLC queue's id (CHAMELEON_LLC_Q0 + l)? */

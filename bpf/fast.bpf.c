@@ -61,7 +61,7 @@ s32 pick_idle_fast(struct task_struct *p __arg_trusted)
 	if (!fast)
 		return -1;
 	bpf_for(i, 0, CHAMELEON_OBJ_MAX_CPUS) {
-		cpu = scx_bpf_pick_idle_cpu(cast_mask(fast), 0);
+		cpu = idle_pick_in(cast_mask(fast), scx_bpf_task_cpu(p));
 		if (cpu < 0)
 			return -1;
 		if (may_run_on(p, cpu, PLACE_NEW))
@@ -74,7 +74,9 @@ s32 pick_idle_fast(struct task_struct *p __arg_trusted)
 /*
  * From the tick on slow @cpu: is a fast CPU idle and free for @p? Looked up
  * without taking its idle bit (enqueue takes it): one candidate, rotating,
- * so that a lent fast CPU does not hide the others for good.
+ * so that a lent fast CPU does not hide the others for good. With per-node
+ * idle masks it looks in @p's node only: enqueue's pick_idle_fast() widens
+ * to the other nodes.
  */
 bool fast_cpu_idles(struct task_struct *p)
 {
@@ -84,7 +86,7 @@ bool fast_cpu_idles(struct task_struct *p)
 
 	if (!fast)
 		return false;
-	idle = scx_bpf_get_idle_cpumask();
+	idle = idle_mask_near(scx_bpf_task_cpu(p));
 	cpu = bpf_cpumask_any_and_distribute(idle, cast_mask(fast));
 	scx_bpf_put_idle_cpumask(idle);
 	return may_run_on(p, cpu, PLACE_NEW);

@@ -187,10 +187,11 @@ static __always_inline bool search_placeable(struct task_struct *p)
 static s32 pick_idle_from(struct task_struct *p)
 {
 	struct bpf_cpumask *m = placeable;
+	s32 near = scx_bpf_task_cpu(p);
 
 	if (m && search_placeable(p) && p->nr_cpus_allowed >= nr_cpus)
-		return scx_bpf_pick_idle_cpu(cast_mask(m), 0);
-	return scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+		return idle_pick_in(cast_mask(m), near);
+	return idle_pick_in(p->cpus_ptr, near);
 }
 
 /*

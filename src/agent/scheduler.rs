@@ -352,6 +352,16 @@ impl<'a> Scheduler<'a> {
         } else if opts.llc_queues {
             info!("{nr_llcs} LLCs, more than the {} LLC queues: per-CPU queues only", bpf_intf::chameleon_consts_CHAMELEON_MAX_LLCS);
         }
+        // Several NUMA nodes: the kernel keeps each node's idle CPUs in a
+        // mask of its own, written by that node's CPUs only, and searches
+        // from the task's node outward (idle_pick_in(), chameleon.bpf.h).
+        let nr_nodes = scx_utils::Topology::new().context("reading the NUMA nodes")?.nodes.len();
+        let per_node = *scx_utils::compat::SCX_OPS_BUILTIN_IDLE_PER_NODE;
+        if nr_nodes > 1 && per_node != 0 {
+            skel.maps.rodata_data.as_mut().context("no .rodata in BPF object")?.idle_per_node = true;
+            skel.struct_ops.chameleon_ops_mut().flags |= per_node;
+            info!("{nr_nodes} NUMA nodes: idle CPUs tracked per node");
+        }
         skel.struct_ops.chameleon_ops_mut().timeout_ms = opts.watchdog_timeout_ms;
         if opts.verifier_log {
             // Level 2: every instruction the verifier walks, by function.
