@@ -1,7 +1,8 @@
 #!/bin/sh
-# Scale: 32 vCPUs on 2 sockets (tests/run boots --cpus 32 --sockets 2: two
-# LLCs, so the agent sees two nodes of 16 CPUs). The other tests boot 4-10
-# CPUs (soak: 4 in two LLCs), big_cpus 72 in one LLC for one level-1 object.
+# Scale: 32 vCPUs on 2 sockets (tests/run boots --cpus 32 --sockets 2 --numa:
+# two LLCs and two NUMA nodes, so the agent sees two nodes of 16 CPUs and has
+# the kernel track idle CPUs per node). The other tests boot 4-10 CPUs (soak:
+# 4 in two LLCs), big_cpus 72 in one LLC for one level-1 object.
 # Asserted, from the kernel's accounting where it is about running:
 #   a. the scheduler attaches at 32 CPUs;
 #   b. a level-3 tagged task allowed on socket 1 only (CPUs 16-31) gets an
@@ -95,6 +96,10 @@ lap "reference done"
 # --- a: attach -----------------------------------------------------------------
 make_cgroup big
 start_agent --events --tag big=level:3,tax:0.01
+# Two sockets, each a NUMA node (tests/run boots --numa): idle CPUs per node.
+grep -q "2 NUMA nodes: idle CPUs tracked per node" "$AGENT_LOG" ||
+	fail "b: no per-node idle tracking with nodes $(cat /sys/devices/system/node/online): $(grep -m1 -i numa "$AGENT_LOG")"
+ok "b: nodes $(cat /sys/devices/system/node/online): $(grep -m1 -o '2 NUMA nodes.*' "$AGENT_LOG")"
 lap attached
 
 # --- b: a level-3 object on socket 1, lent CPUs idle under load -------------------

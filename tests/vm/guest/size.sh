@@ -1,7 +1,8 @@
 #!/bin/sh
 # At size: SIZE vCPUs (tests/run boots 128 as size128 and 256 as size256, on 2
-# sockets, so two LLCs and two nodes; past 255 vCPUs tests/vm/run boots Q35
-# with interrupt remapping, the guest in x2APIC mode with APIC ids past 255).
+# sockets, so two LLCs and two NUMA nodes, idle CPUs tracked per node; past
+# 255 vCPUs tests/vm/run boots Q35 with interrupt remapping, the guest in
+# x2APIC mode with APIC ids past 255).
 # big_cpus crosses one 64-bit mask word at 72 CPUs; this takes the policy's
 # and the agent's CPU sets to 128 and 256 CPUs: two and four words.
 #   size.sh SIZE
@@ -44,6 +45,10 @@ lap booted
 # --- a: attach ---------------------------------------------------------------
 make_cgroup big
 start_agent --events --tag big=level:3,tax:0.01
+# Two sockets, each a NUMA node (tests/run boots --numa): idle CPUs per node.
+grep -q "2 NUMA nodes: idle CPUs tracked per node" "$AGENT_LOG" ||
+	fail "a: no per-node idle tracking with nodes $(cat /sys/devices/system/node/online): $(grep -m1 -i numa "$AGENT_LOG")"
+ok "a: nodes $(cat /sys/devices/system/node/online): $(grep -m1 -o '2 NUMA nodes.*' "$AGENT_LOG")"
 lap attached
 
 # enabled WHAT: sched_ext still enabled, ours, the agent alive.
