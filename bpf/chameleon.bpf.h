@@ -275,6 +275,8 @@ struct task_ctx {
 	 */
 	s32	moving_to;
 	u32	weight;		/* task_weight() at its last start: its run is charged at it */
+	u32	weight_nice;	/* p->scx.weight when @weight was computed */
+	u64	weight_at;	/* when @weight was computed (task_weight_at()) */
 	u64	cgid;		/* leaf cgroup whose tag it follows */
 	u64	tags_gen;	/* tags_gen when its tag was last read */
 	u64	demand_drops;	/* nr_demand_dropped when it last asked (redemand) */
@@ -611,6 +613,7 @@ void events_wake_agent(void) __hidden;
 u64 weight_cgroup_id(struct cgroup *cgrp) __hidden;
 void cg_count(struct task_ctx *tctx, bool on) __hidden;
 u64 task_weight(struct task_struct *p, struct task_ctx *tctx) __hidden;
+u64 task_weight_at(struct task_struct *p, struct task_ctx *tctx, u64 now) __hidden;
 void cg_weight_init(struct cgroup *cgrp, u32 weight) __hidden;
 void cg_weight_set(struct cgroup *cgrp, u32 weight) __hidden;
 void cg_weight_move(struct task_struct *p, struct cgroup *to) __hidden;

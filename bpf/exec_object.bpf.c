@@ -571,8 +571,11 @@ int object_tick(struct task_struct *p __arg_trusted, s32 cpu)
 	 */
 	if ((rc->flags ^ a.flags) & CHAMELEON_ASSIGN_KWORK)
 		return split(cpu, CHAMELEON_SPLIT_RETAG);
-	rc->tax = a.tax;
-	rc->flags = a.flags;
+	/* Written if changed: other CPUs read this line at every placement. */
+	if (rc->tax != a.tax)
+		rc->tax = a.tax;
+	if (rc->flags != a.flags)
+		rc->flags = a.flags;
 	if (lend_due(cpu, now, lend_wait_ns + 2 * CHAMELEON_GUARD_NS, &rc->tick_acc))
 		return split(cpu, CHAMELEON_SPLIT_BOUND);
 	if (!(rc->flags & CHAMELEON_ASSIGN_HOLD) && waiter_due(cpu, tctx, now))

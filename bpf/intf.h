@@ -86,9 +86,11 @@ struct chameleon_tag {
 
 /*
  * A cgroup's cpu.weight as BPF keeps it (map `cg_weights`, keyed by cgroup
- * id, cgroup_weight.bpf.h); the agent reads it for a tag's default claim.
+ * id, weight.bpf.c); the agent reads it for a tag's default claim. A shard
+ * per LLC up to 16 LLCs (8 sockets of two CCXs), so that no two LLCs write
+ * one line; a start reads them all at most once a tick (task_weight_at()).
  */
-#define CHAMELEON_CG_SHARDS	4
+#define CHAMELEON_CG_SHARDS	16
 
 /*
  * A share of a cgroup's runnable count: a wake or a sleep is counted in the
@@ -103,7 +105,7 @@ struct chameleon_cg_shard {
 
 struct chameleon_cg_weight {
 	u32	weight;		/* cpu.weight, 1..10000 */
-	u32	pad[15];	/* read at every start: apart from the counts */
+	u32	pad[15];	/* read at a start (task_weight_at()): apart from the counts */
 	struct chameleon_cg_shard shards[CHAMELEON_CG_SHARDS]; /* its tasks runnable now */
 };
 

@@ -35,6 +35,8 @@
  *   found none, enqueue does not search again. A sync wakeup by a task that
  *   wakes many in turn (sync_flags()) may queue the wakee behind its waker,
  *   as the kernel's search answers; a pipe's two ends keep a CPU each.
+ *   On a machine of several NUMA nodes the kernel keeps idle CPUs per node
+ *   and every search starts in the task's node (idle_pick_in()).
  * - a task's wake and sleep (wake.bpf.c): its tag checked, its virtual
  *   threads placed, the agent told if needed; the sleep in
  *   stopping(!runnable), the wake in the first op that places it after
@@ -449,7 +451,7 @@ void BPF_STRUCT_OPS(chameleon_running, struct task_struct *p)
 	vtime = task_vtime(p, tctx);
 	cr->vclock = chameleon_vtime_advance(cr->vclock, vtime);
 	cr->curr_vtime = vtime;
-	tctx->weight = task_weight(p, tctx);
+	tctx->weight = task_weight_at(p, tctx, now);
 	cr->curr_weight = tctx->weight;
 	cr->curr_started = now;
 	cr->curr_pid = p->pid;

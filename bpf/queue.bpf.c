@@ -316,7 +316,7 @@ bool renew(struct task_struct *p __arg_trusted, s32 cpu)
 	tctx->exec_at = p->se.sum_exec_runtime;
 	cr->curr_vtime = task_vtime(p, tctx);
 	cr->vclock = chameleon_vtime_advance(cr->vclock, cr->curr_vtime);
-	tctx->weight = task_weight(p, tctx);
+	tctx->weight = task_weight_at(p, tctx, now);
 	cr->curr_weight = tctx->weight;
 	cr->curr_started = now;
 	lend_owed_served(cpu, p);

@@ -87,15 +87,52 @@ u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
 	return chameleon_group_weight(p->scx.weight, cw->weight, nr > 0 ? nr : 1);
 }
 
-/* A cgroup with the cpu controller appears (or exists when we load). */
+/*
+ * How long a start may take the weight the task's last start computed: the
+ * kernel's tick at HZ=250. A cgroup's cpu.weight or runnable count, or a
+ * move to another cgroup, reaches the task's charge that much later at most.
+ */
+#define CHAMELEON_WEIGHT_TTL_NS	(4ULL * 1000 * 1000)
+
+/*
+ * task_weight() as a start takes it (running(), renew()), at @now: the one
+ * its last start computed while it is younger than CHAMELEON_WEIGHT_TTL_NS
+ * and the task's nice weight is the same. The cgroup's runnable count is a
+ * sum of shards that the CPUs of every LLC write at each wake and sleep
+ * (cg_count()), and a hash lookup: read at every start on every CPU, those
+ * lines would cross the machine at the switch rate; so at most once a tick
+ * for each task.
+ */
+u64 task_weight_at(struct task_struct *p, struct task_ctx *tctx, u64 now)
+{
+	u32 nice_w = p->scx.weight;
+
+	if (tctx->weight && tctx->weight_nice == nice_w &&
+	    chameleon_time_since(now, tctx->weight_at) < CHAMELEON_WEIGHT_TTL_NS)
+		return tctx->weight;
+	tctx->weight_nice = nice_w;
+	tctx->weight_at = now;
+	return task_weight(p, tctx);
+}
+
+/* A new entry's value (larger than the BPF stack): zero counts, no weight. */
+static struct chameleon_cg_weight cg_weight_zero;
+
+/*
+ * A cgroup with the cpu controller appears (or exists when we load): its
+ * entry, then its weight (until then its tasks weigh their nice alone).
+ */
 void cg_weight_init(struct cgroup *cgrp, u32 weight)
 {
-	struct chameleon_cg_weight cw = { .weight = weight };
+	struct chameleon_cg_weight *cw;
 	u64 id = weight_cgroup_id(cgrp);
 
 	/* Full: its tasks weigh their nice alone, as before. */
-	if (id)
-		bpf_map_update_elem(&cg_weights, &id, &cw, BPF_NOEXIST);
+	if (!id || bpf_map_update_elem(&cg_weights, &id, &cg_weight_zero, BPF_NOEXIST))
+		return;
+	cw = cg_weight_of(id);
+	if (cw)
+		WRITE_ONCE(cw->weight, weight);
 }
 
 void cg_weight_set(struct cgroup *cgrp, u32 weight)

@@ -109,6 +109,12 @@ struct Cli {
     #[arg(long)]
     llc_queues: bool,
 
+    /// Disable NUMA awareness: one idle mask for the machine instead of the
+    /// kernel's per-node masks (SCX_OPS_BUILTIN_IDLE_PER_NODE, used where
+    /// there is more than one node), as scx_bpfland's and scx_cosmos's flag.
+    #[arg(long)]
+    disable_numa: bool,
+
     /// Print every event the scheduler emits (CPU hotplug, tasks joining/leaving).
     #[arg(long)]
     events: bool,
@@ -653,6 +659,7 @@ fn run() -> Result<()> {
         slice_us: cli.slice_us,
         cpuperf: !cli.no_cpuperf,
         llc_queues: cli.llc_queues,
+        numa: !cli.disable_numa,
         print_events: cli.events,
         stats_interval: (cli.stats > 0.0).then(|| Duration::from_secs_f64(cli.stats)),
         min_gran_us: cli.min_granularity_us,

@@ -43,6 +43,8 @@ pub struct Opts {
     /// Untagged tasks that may run anywhere in their LLC share its queue
     /// (bpf/llc_queue.bpf.c; --llc-queues, off by default).
     pub llc_queues: bool,
+    /// Idle CPUs tracked per NUMA node where there are several (--disable-numa: off).
+    pub numa: bool,
     /// Print every event the policy emits.
     pub print_events: bool,
     /// Print counter totals this often (None: only at exit).
@@ -102,6 +104,7 @@ impl Default for Opts {
             slice_us: 20000,
             cpuperf: true,
             llc_queues: false,
+            numa: true,
             print_events: false,
             stats_interval: None,
             min_gran_us: 1000,
@@ -357,10 +360,12 @@ impl<'a> Scheduler<'a> {
         // from the task's node outward (idle_pick_in(), chameleon.bpf.h).
         let nr_nodes = scx_utils::Topology::new().context("reading the NUMA nodes")?.nodes.len();
         let per_node = *scx_utils::compat::SCX_OPS_BUILTIN_IDLE_PER_NODE;
-        if nr_nodes > 1 && per_node != 0 {
+        if opts.numa && nr_nodes > 1 && per_node != 0 {
             skel.maps.rodata_data.as_mut().context("no .rodata in BPF object")?.idle_per_node = true;
             skel.struct_ops.chameleon_ops_mut().flags |= per_node;
             info!("{nr_nodes} NUMA nodes: idle CPUs tracked per node");
+        } else if nr_nodes > 1 {
+            info!("{nr_nodes} NUMA nodes: one idle mask for the machine");
         }
         skel.struct_ops.chameleon_ops_mut().timeout_ms = opts.watchdog_timeout_ms;
         if opts.verifier_log {

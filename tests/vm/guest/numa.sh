@@ -14,7 +14,9 @@
 #      its object;
 #   e. CPU 7 of node 1 goes offline and comes back under that load;
 #   f. SIGTERM detaches cleanly: sched_ext stayed enabled and ours at every
-#      step, so no idle search was refused by the kernel.
+#      step, so no idle search was refused by the kernel;
+#   g. with --disable-numa (one idle mask, as scx_bpfland's flag) the agent
+#      says so and the eight tasks of (b) spread the same.
 . /opt/chameleon/guest/lib.sh
 
 nodes=$(cat /sys/devices/system/node/online 2>/dev/null)
@@ -37,20 +39,25 @@ grep -q "2 NUMA nodes: idle CPUs tracked per node" "$AGENT_LOG" ||
 ok "a: $(grep -m1 -o '2 NUMA nodes.*' "$AGENT_LOG")"
 
 # --- b: spread from node 0 to node 1 ----------------------------------------
-pids=
-for i in 1 2 3 4 5 6 7 8; do
-	taskset 0x0f spin $LONG >/dev/null &
-	pids="$pids $!"
-done
-usleep 300000
-for p in $pids; do taskset -p 0xff "$p" >/dev/null || fail "b: cannot widen $p"; done
-usleep 700000
-shares s 3000 $pids cpu4 cpu5 cpu6 cpu7
-t=$(echo $s | cut -d' ' -f1-8) i=$(echo $s | cut -d' ' -f9-)
-ok "b: eight tasks from node 0, widened: $t ‰ of one CPU; node 1 idle $i ‰"
-for v in $t; do [ "$v" -ge 600 ] || fail "b: a task ran $v ‰ of a CPU ($t)"; done
-for v in $i; do [ "$v" -le 250 ] || fail "b: a CPU of node 1 idled $v ‰ ($i): tasks did not reach it"; done
-enabled b
+# spread STEP: eight spinners started on node 0, then allowed everywhere;
+# their shares and node 1's idle over 3 s. Leaves them running ($pids).
+spread() {
+	pids=
+	for i in 1 2 3 4 5 6 7 8; do
+		taskset 0x0f spin $LONG >/dev/null &
+		pids="$pids $!"
+	done
+	usleep 300000
+	for p in $pids; do taskset -p 0xff "$p" >/dev/null || fail "$1: cannot widen $p"; done
+	usleep 700000
+	shares s 3000 $pids cpu4 cpu5 cpu6 cpu7
+	t=$(echo $s | cut -d' ' -f1-8) i=$(echo $s | cut -d' ' -f9-)
+	ok "$1: eight tasks from node 0, widened: $t ‰ of one CPU; node 1 idle $i ‰"
+	for v in $t; do [ "$v" -ge 600 ] || fail "$1: a task ran $v ‰ of a CPU ($t)"; done
+	for v in $i; do [ "$v" -le 250 ] || fail "$1: a CPU of node 1 idled $v ‰ ($i): tasks did not reach it"; done
+	enabled "$1"
+}
+spread b
 
 # --- c: wakeups and a pinned task beside them -----------------------------------
 stress-ng --pipe 2 --timeout 30 >/dev/null 2>&1 &
@@ -90,4 +97,12 @@ wait $sng 2>/dev/null
 enabled f
 stop_agent
 grep -q "unregistered from user space" "$AGENT_LOG" || fail "f: exit reason: $(grep EXIT "$AGENT_LOG")"
+
+# --- g: --disable-numa --------------------------------------------------------------
+start_agent --disable-numa
+grep -q "2 NUMA nodes: one idle mask for the machine" "$AGENT_LOG" ||
+	fail "g: --disable-numa not taken: $(grep -m1 -i numa "$AGENT_LOG")"
+spread g
+end_tasks $pids
+stop_agent
 pass
