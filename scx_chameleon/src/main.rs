@@ -104,8 +104,9 @@ struct Cli {
 
     /// Untagged tasks that may run anywhere in an LLC of NATIVE CPUs wait in
     /// the LLC's shared queue instead of their CPU's own (experimental: at 64
-    /// vCPUs it costs more per hackbench message than per-CPU queues; see
-    /// bench/README.md).
+    /// vCPUs it costs more per hackbench message than per-CPU queues, and once
+    /// left tasks waiting until the kernel's watchdog ejected the scheduler;
+    /// see bench/README.md).
     #[arg(long)]
     llc_queues: bool,
 

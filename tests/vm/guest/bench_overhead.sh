@@ -60,7 +60,32 @@ echo 0 >/proc/sys/kernel/bpf_stats_enabled || fail "no bpf_stats_enabled"
 # seconds from perf's "Total time: X [sec]" / hackbench's "Time: X"
 total_time() { sed -n 's/.*Total time: *\([0-9.]*\).*/\1/p; s/^Time: *\([0-9.]*\).*/\1/p' | tail -n 1; }
 
-row() { echo "BENCH ${profile:+prof}${profile:-row} $round $sched $1 $2 $3"; }
+row() {
+	echo "BENCH ${profile:+prof}${profile:-row} $round $sched $1 $2 $3"
+	sys_after "$1"
+}
+
+# The kernel's own account of each workload, read around it (not rows: no
+# ratio is held to them): rescheduling and function-call IPIs sent
+# (/proc/interrupts RES, CAL), context switches and the idle share of CPU
+# time (/proc/stat), so that a difference in time can be told apart as more
+# switches, more cross-CPU wakeups or more idle vCPUs.
+#   BENCH sys ROUND SCHED WORKLOAD RES CAL CTXT IDLE_PERMILLE
+sys_read() {
+	awk '$1 == "RES:" || $1 == "CAL:" { n = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n += $i
+			v[$1] = n }
+		END { printf "%d %d ", v["RES:"], v["CAL:"] }' /proc/interrupts
+	awk '$1 == "ctxt" { c = $2 } $1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; idle = $5 + $6 }
+		END { printf "%d %d %d\n", c, t, idle }' /proc/stat
+}
+sys_before() { sys_read >/tmp/sys.before; }
+sys_after() {
+	[ -s /tmp/sys.before ] || return 0
+	sys_read | awk -v r="$round" -v s="$sched" -v w="$1" 'NR == FNR { for (i = 1; i <= NF; i++) b[i] = $i; next }
+		{ t = $4 - b[4]; printf "BENCH sys %s %s %s %d %d %d %d\n", r, s, w, $1 - b[1], $2 - b[2],
+			$3 - b[3], (t > 0 ? 1000 * ($5 - b[5]) / t : 0) }' /tmp/sys.before -
+	rm -f /tmp/sys.before
+}
 profile=
 want() { [ "$wanted" = ,all, ] || case $wanted in *,$1,*) return 0 ;; *) return 1 ;; esac; }
 
@@ -86,27 +111,33 @@ ct_p99_max() {
 
 workloads() {
 	if want pipe; then
+		sys_before
 		v=$(perf bench sched pipe -l "$PIPE_LOOPS" 2>&1 | total_time)
 		row pipe "${v:--}" s
 	fi
 	if want pipe-pinned; then
+		sys_before
 		v=$(taskset -c 1 perf bench sched pipe -l "$PIPE_LOOPS" 2>&1 | total_time)
 		row pipe-pinned "${v:--}" s
 	fi
 	if want pipe-pinned-threads; then
+		sys_before
 		v=$(taskset -c 1 perf bench sched pipe -T -l "$PIPE_T_LOOPS" 2>&1 | total_time)
 		row pipe-pinned-threads "${v:--}" s
 	fi
 	if want messaging; then
+		sys_before
 		v=$(perf bench sched messaging -g 4 -l "$MSG_LOOPS" 2>&1 | total_time)
 		row messaging "${v:--}" s
 	fi
 	if want hackbench; then
+		sys_before
 		v=$(hackbench -g 4 -l "$HB_LOOPS" 2>&1 | total_time)
 		row hackbench "${v:--}" s
 	fi
 	# stress-ng's context-switch stressor: switches per second (bogo ops/s, real time).
 	if want switch; then
+		sys_before
 		v=$(stress-ng --switch 2 --timeout "${SWITCH_S}s" --metrics-brief 2>&1 |
 			awk '$3 == "switch" || $4 == "switch" { for (i = 1; i <= NF; i++) if ($i == "switch") { print $(i + 5); exit } }')
 		row switch "${v:--}" ops/s
@@ -114,6 +145,7 @@ workloads() {
 	# wakeup_bench (tests/vm/tools): a message thread's futex wake of a
 	# worker -> the worker running, p99 in ns; requests completed per second.
 	if want wakeup; then
+		sys_before
 		wakeup_bench -m 2 -w 4 -r "$WAKEUP_S" -s "$WAKEUP_SPIN" >/tmp/wakeup.out 2>&1
 		cat /tmp/wakeup.out
 		v=$(sed -n 's/.*wakeup_p99_ns=\([0-9]*\).*/\1/p' /tmp/wakeup.out)
