@@ -163,6 +163,22 @@ static inline void chameleon_wake_record(struct chameleon_wake_rec *r, int flipp
 }
 
 /*
+ * A sync wakeup by a waker of many that the kernel's idle search answered
+ * with the waker's own CPU: the kernel gives that answer while nothing waits
+ * in the CPU's *local* queue, and ours puts the wakee in the CPU's own queue
+ * (behind its waker, to run on the cache the waker just wrote its data into
+ * when the waker sleeps), which that test never sees. So one wakee at a time
+ * waits there: with @waker_queued tasks already in the waker's queue, the
+ * search runs again without the sync hint (an idle CPU, else the wakee's
+ * own). Without the bound a storm of wakes (hackbench's start, a server's
+ * fan-out) queued every wakee behind one CPU while the others idled.
+ */
+static inline int chameleon_sync_behind_waker(u64 waker_queued)
+{
+	return !waker_queued;
+}
+
+/*
  * Index into a CPU's steal order for the @i-th look of one dispatch: the
  * @nr_near SMT siblings first, then the others from a rotating @start, so
  * that successive dispatches visit every queue. Returns -1 past the end.

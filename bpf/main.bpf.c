@@ -34,7 +34,8 @@
  *   idle one. A task that found an idle CPU is handed to it; for one that
  *   found none, enqueue does not search again. A sync wakeup by a task that
  *   wakes many in turn (sync_flags()) may queue the wakee behind its waker,
- *   as the kernel's search answers; a pipe's two ends keep a CPU each.
+ *   as the kernel's search answers, one wakee at a time
+ *   (chameleon_sync_behind_waker()); a pipe's two ends keep a CPU each.
  *   On a machine of several NUMA nodes the kernel keeps idle CPUs per node
  *   and every search starts in the task's node (idle_pick_in()).
  * - a task's wake and sleep (wake.bpf.c): its tag checked, its virtual
@@ -217,8 +218,13 @@ s32 BPF_STRUCT_OPS(chameleon_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 * cache the waker just wrote it into: not handed to another CPU to
 	 * run alone and sleep again at once, one wakeup and migration a message.
 	 */
-	if ((wake_flags & SCX_WAKE_SYNC) && cpu == bpf_get_smp_processor_id())
-		is_idle = false;
+	if ((wake_flags & SCX_WAKE_SYNC) && cpu == bpf_get_smp_processor_id()) {
+		/* One wakee at a time behind it (chameleon_sync_behind_waker()). */
+		if (chameleon_sync_behind_waker(queue_hint(cpu) ? scx_bpf_dsq_nr_queued(cpu) : 0))
+			is_idle = false;
+		else
+			cpu = select_idle_near(p, prev_cpu, wake_flags & ~SCX_WAKE_SYNC, &is_idle);
+	}
 	/*
 	 * Found idle but not to be used now (a role changed since the
 	 * search, a higher class holds it, a kthread's search found a lent

@@ -47,6 +47,7 @@ void host_wake_many(const s32 *wakees, u32 n, u8 *many)
 		many[i] = r.many;
 	}
 }
+int host_sync_behind_waker(u64 queued) { return chameleon_sync_behind_waker(queued); }
 int host_steal_pick(u32 i, u32 nr, u32 near, u32 start) { return chameleon_steal_pick(i, nr, near, start); }
 u32 host_tag_object_level(u32 level, u32 smt) { return chameleon_tag_object_level(level, smt); }
 int host_kthread_holds(u64 at, int kt, u64 now, u64 hold) { return chameleon_kthread_holds(at, kt, now, hold); }

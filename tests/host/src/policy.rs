@@ -200,6 +200,7 @@ extern "C" {
     fn host_steal_pick(i: u32, nr: u32, near: u32, start: u32) -> i32;
     fn host_pull_worth(theirs: u64, mine: u64) -> i32;
     fn host_wake_many(wakees: *const i32, n: u32, many: *mut u8);
+    fn host_sync_behind_waker(queued: u64) -> i32;
     fn host_guard_skips(nr_queued: u64, starved_pid: i32, lent: i32) -> i32;
 }
 
@@ -347,6 +348,18 @@ fn a_waker_of_many_in_turn_is_told_from_a_partner() {
     let many = wake_many(&change);
     assert_eq!(many[31], 1);
     assert_eq!(many[47], 0, "a window of one partner ends it");
+}
+
+/// A waker of many's wakee queues behind it only while none waits there
+/// already: the kernel's own test (its local queue) never sees our queue, so
+/// without this a storm of wakes piled every wakee behind one CPU.
+#[test]
+fn one_wakee_at_a_time_queues_behind_its_waker() {
+    unsafe {
+        assert_eq!(host_sync_behind_waker(0), 1);
+        assert_eq!(host_sync_behind_waker(1), 0, "a second wakee is placed elsewhere");
+        assert_eq!(host_sync_behind_waker(31), 0);
+    }
 }
 
 #[test]
