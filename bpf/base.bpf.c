@@ -36,6 +36,12 @@ const volatile u32 nr_llcs = 1;
 const volatile u8 cpu_llc[CHAMELEON_MAX_CPUS];
 /* The kernel keeps idle CPUs per NUMA node (idle_pick_in(); more than one node). */
 const volatile bool idle_per_node;
+/*
+ * Then: the nodes with CPUs, and for each (by id) the nr_nodes - 1 others,
+ * nearest first (src/nodes/numa_order.rs).
+ */
+const volatile u32 nr_nodes = 1;
+const volatile u8 node_order[CHAMELEON_MAX_NODES][CHAMELEON_MAX_NODES];
 
 /* ---- Generations and times. ---- */
 /* When chameleon_init ran. */
@@ -150,4 +156,34 @@ bool kwork_lent(s32 cpu)
 	s32 rep = cpu_valid(cpu) ? lent_to(cpu) : -1;
 
 	return cpu_valid(rep) && (reps[CPU_IDX(rep)].flags & CHAMELEON_ASSIGN_KWORK);
+}
+
+/*
+ * The nearest node other than @node with an idle CPU, or -1 (per-node idle
+ * masks). The kernel's widening search visits the nodes in order of
+ * distance too, but recomputes the nearest unvisited one at each step: a
+ * few thousand instructions at 8 nodes, spent in full on a busy machine
+ * where every mask is empty. A look at each node's mask, in an order the
+ * agent computed once, costs a few dozen. The answer is a moment's, as the
+ * search's is: a CPU that idles after the look pulls work in its own
+ * dispatch.
+ */
+s32 idle_beyond(s32 node)
+{
+	const struct cpumask *idle;
+	s32 n, found = -1;
+	u32 i;
+
+	if (node < 0 || node >= CHAMELEON_MAX_NODES)
+		return -1;
+	bpf_for(i, 0, nr_nodes - 1) {
+		n = node_order[node][i & (CHAMELEON_MAX_NODES - 1)];
+		idle = scx_bpf_get_idle_cpumask_node(n);
+		if (!bpf_cpumask_empty(idle))
+			found = n;
+		scx_bpf_put_idle_cpumask(idle);
+		if (found >= 0)
+			break;
+	}
+	return found;
 }

@@ -381,15 +381,28 @@ static __always_inline struct llc_run *llc_run(u32 l)
 /*
  * The kernel's idle search by mask. On a machine of several NUMA nodes the
  * agent sets SCX_OPS_BUILTIN_IDLE_PER_NODE: each node's idle CPUs are a mask
- * of their own (written by that node's CPUs only), and the search starts in
- * @near's node and widens by distance. There the global kfuncs are errors,
- * so every idle search by mask goes through these two.
+ * of their own (written by that node's CPUs only). The search looks in
+ * @near's node, then in the nearest node with an idle CPU (idle_beyond()),
+ * and, if @mask leaves none there, in every node by distance (the kernel's
+ * own widening, the one search that cannot miss). There the global kfuncs
+ * are errors, so every idle search by mask goes through these two.
  */
+s32 idle_beyond(s32 node);
+
 static __always_inline s32 idle_pick_in(const struct cpumask *mask, s32 near)
 {
-	if (idle_per_node)
-		return scx_bpf_pick_idle_cpu_node(mask, scx_bpf_cpu_node(near), 0);
-	return scx_bpf_pick_idle_cpu(mask, 0);
+	s32 node, far, cpu;
+
+	if (!idle_per_node)
+		return scx_bpf_pick_idle_cpu(mask, 0);
+	node = scx_bpf_cpu_node(near);
+	cpu = scx_bpf_pick_idle_cpu_node(mask, node, SCX_PICK_IDLE_IN_NODE);
+	if (cpu >= 0 || (far = idle_beyond(node)) < 0)
+		return cpu;
+	cpu = scx_bpf_pick_idle_cpu_node(mask, far, SCX_PICK_IDLE_IN_NODE);
+	if (cpu >= 0)
+		return cpu;
+	return scx_bpf_pick_idle_cpu_node(mask, node, 0);
 }
 
 /* The idle CPUs of @near's node (of the machine without per-node masks). */

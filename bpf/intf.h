@@ -33,6 +33,11 @@ enum chameleon_consts {
 	 * and a vtime on its clock names it the same way (task_ctx.vcpu).
 	 */
 	CHAMELEON_MAX_LLCS	= 64,
+	/*
+	 * NUMA node ids the idle search's widening order covers (node_order,
+	 * base.bpf.c): a machine with a node id beyond keeps one idle mask.
+	 */
+	CHAMELEON_MAX_NODES	= 16,
 	CHAMELEON_LLC_Q0	= CHAMELEON_MAX_CPUS,
 	CHAMELEON_CACHELINE	= 64,
 	/* A CPU's role word: (representative + 1) << CHAMELEON_ROLE_SHIFT | kind (role.h). */

@@ -36,8 +36,9 @@
  *   wakes many in turn (sync_flags()) may queue the wakee behind its waker,
  *   as the kernel's search answers, one wakee at a time
  *   (chameleon_sync_behind_waker()); a pipe's two ends keep a CPU each.
- *   On a machine of several NUMA nodes the kernel keeps idle CPUs per node
- *   and every search starts in the task's node (idle_pick_in()).
+ *   On a machine of several NUMA nodes the kernel keeps idle CPUs per node;
+ *   every search looks in the task's node, and in the others only when one
+ *   of them has an idle CPU (idle_pick_in(), idle_beyond()).
  * - a task's wake and sleep (wake.bpf.c): its tag checked, its virtual
  *   threads placed, the agent told if needed; the sleep in
  *   stopping(!runnable), the wake in the first op that places it after

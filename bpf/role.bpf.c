@@ -204,7 +204,7 @@ s32 select_idle_near(struct task_struct *p __arg_trusted, s32 prev_cpu, u64 wake
 		     bool *is_idle)
 {
 	struct bpf_cpumask *m;
-	s32 cpu = -1;
+	s32 cpu = -1, far;
 
 	if (!is_idle)
 		return prev_cpu;
@@ -212,8 +212,20 @@ s32 select_idle_near(struct task_struct *p __arg_trusted, s32 prev_cpu, u64 wake
 	if (__COMPAT_HAS_scx_bpf_select_cpu_and && search_placeable(p)) {
 		bpf_rcu_read_lock();
 		m = placeable;
-		if (m)
+		if (m && idle_per_node) {
+			/* In @prev_cpu's node, then as idle_pick_in() widens. */
+			cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, cast_mask(m),
+						     SCX_PICK_IDLE_IN_NODE);
+			far = cpu < 0 ? idle_beyond(scx_bpf_cpu_node(prev_cpu)) : -1;
+			if (far >= 0 && p->nr_cpus_allowed >= nr_cpus)
+				cpu = scx_bpf_pick_idle_cpu_node(cast_mask(m), far,
+								 SCX_PICK_IDLE_IN_NODE);
+			if (far >= 0 && cpu < 0)
+				cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags,
+							     cast_mask(m), 0);
+		} else if (m) {
 			cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, cast_mask(m), 0);
+		}
 		bpf_rcu_read_unlock();
 		if (cpu >= 0)
 			*is_idle = true;

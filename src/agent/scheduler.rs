@@ -356,14 +356,28 @@ impl<'a> Scheduler<'a> {
             info!("{nr_llcs} LLCs, more than the {} LLC queues: per-CPU queues only", bpf_intf::chameleon_consts_CHAMELEON_MAX_LLCS);
         }
         // Several NUMA nodes: the kernel keeps each node's idle CPUs in a
-        // mask of its own, written by that node's CPUs only, and searches
-        // from the task's node outward (idle_pick_in(), chameleon.bpf.h).
-        let nr_nodes = scx_utils::Topology::new().context("reading the NUMA nodes")?.nodes.len();
+        // mask of its own, written by that node's CPUs only. A search looks
+        // in the task's node, then at the other nodes' masks in the order
+        // written here, nearest first (idle_pick_in(), chameleon.bpf.h).
+        let topo = scx_utils::Topology::new().context("reading the NUMA nodes")?;
+        let numa = crate::nodes::numa_order::numa_nodes(&topo);
+        let nr_nodes = numa.iter().filter(|n| n.has_cpus).count();
         let per_node = *scx_utils::compat::SCX_OPS_BUILTIN_IDLE_PER_NODE;
-        if opts.numa && nr_nodes > 1 && per_node != 0 {
-            skel.maps.rodata_data.as_mut().context("no .rodata in BPF object")?.idle_per_node = true;
+        let max_nodes = bpf_intf::chameleon_consts_CHAMELEON_MAX_NODES as usize;
+        let orders = crate::nodes::numa_order::orders(&numa, max_nodes);
+        if opts.numa && nr_nodes > 1 && per_node != 0 && orders.is_some() {
+            let rodata = skel.maps.rodata_data.as_mut().context("no .rodata in BPF object")?;
+            rodata.idle_per_node = true;
+            rodata.nr_nodes = nr_nodes as u32;
+            for (row, order) in rodata.node_order.iter_mut().zip(orders.iter().flatten()) {
+                for (slot, &id) in row.iter_mut().zip(order) {
+                    *slot = id as u8;
+                }
+            }
             skel.struct_ops.chameleon_ops_mut().flags |= per_node;
             info!("{nr_nodes} NUMA nodes: idle CPUs tracked per node");
+        } else if nr_nodes > 1 && opts.numa && per_node != 0 {
+            info!("{nr_nodes} NUMA nodes, one with an id of {max_nodes} or more: one idle mask for the machine");
         } else if nr_nodes > 1 {
             info!("{nr_nodes} NUMA nodes: one idle mask for the machine");
         }

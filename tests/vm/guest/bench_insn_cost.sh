@@ -14,7 +14,13 @@
 # least 1), in messages (G x 10 senders x 10 receivers x loops); pipe =
 # perf bench sched pipe -l INSN_PIPE_LOOPS (default 20000), in round trips;
 # idle = sleep INSN_IDLE_S (default 5) on the idle machine, in seconds (the
-# guard timer's cost at rest).
+# guard timer's cost at rest); and bench/overhead's rows, for their cost
+# in instructions where its times are the emulator's (bench/README.md):
+# messaging = perf bench sched messaging -g 4 -l INSN_MSG_LOOPS (default
+# 40), in messages (4 x 20 x 20 x loops); hackbench4 = hackbench -g 4 -l
+# INSN_HB4_LOOPS (default 60), sockets, in messages (4 x 20 x 20 x loops);
+# wakeup = wakeup_bench -m 2 -w 4 -r INSN_WAKEUP_S (default 5) -s 10000,
+# in requests completed.
 # Printed:
 #   INSN header cpus=N kernel=K
 #   INSN ksym SCHED ADDR NAME                 (one per symbol kept)
@@ -33,6 +39,9 @@ groups=${INSN_HB_GROUPS:-$((cpus / 2))}
 hb_loops=${INSN_HB_LOOPS:-2000}
 pipe_loops=${INSN_PIPE_LOOPS:-20000}
 idle_s=${INSN_IDLE_S:-5}
+msg_loops=${INSN_MSG_LOOPS:-40}
+hb4_loops=${INSN_HB4_LOOPS:-60}
+wakeup_s=${INSN_WAKEUP_S:-5}
 # Our agent's watchdog at the kernel's longest (lib.sh's 5 s is for tests):
 # 64 vCPUs on 2 host cores with the plugin starve the watchdog's own work
 # (64 vCPUs: "watchdog failed to check in for 5.2s" after the pipe load).
@@ -72,6 +81,15 @@ for sched in "$@"; do
 		idle)
 			set -- sleep "$idle_s"
 			units=$idle_s unit=second ;;
+		messaging)
+			set -- perf bench sched messaging -g 4 -l "$msg_loops"
+			units=$((4 * 400 * msg_loops)) unit=message ;;
+		hackbench4)
+			set -- hackbench -g 4 -l "$hb4_loops"
+			units=$((4 * 400 * hb4_loops)) unit=message ;;
+		wakeup)
+			set -- wakeup_bench -m 2 -w 4 -r "$wakeup_s" -s 10000
+			units= unit=request ;;
 		*) fail "unknown load $load" ;;
 		esac
 		# insn_mark reads every program's run_cnt right before the window
@@ -79,6 +97,8 @@ for sched in "$@"; do
 		cat /sys/kernel/sched_ext/root/events >/tmp/events.0 2>/dev/null || : >/tmp/events.0
 		insn_mark run "$w" /tmp/mark.out "$@" >/tmp/load.out 2>&1 ||
 			fail "$sched $load: $(tail -n 3 /tmp/load.out | tr '\n' '|')"
+		[ -n "$units" ] || units=$(sed -n 's/.* requests=\([0-9]*\).*/\1/p' /tmp/load.out)
+		[ -n "$units" ] || fail "$sched $load: no count of its work in its output"
 		echo "INSN scx_events $w $sched $(cat /sys/kernel/sched_ext/root/events 2>/dev/null |
 			awk 'NR == FNR { v[$1] = $2; next } $2 != v[$1] { printf "%s=%d ", $1, $2 - v[$1] }' /tmp/events.0 -)"
 		echo "INSN window $w $sched $load $units $unit $(sed -n "s/^INSN time $w //p" /tmp/mark.out)"

@@ -300,9 +300,9 @@ int main(int argc, char **argv)
 	 * by then. */
 	t1 = now_ns();
 
-	printf("wakeup_p50_ns=%llu wakeup_p99_ns=%llu request_p50_ns=%llu request_p99_ns=%llu rps=%.0f\n",
+	printf("wakeup_p50_ns=%llu wakeup_p99_ns=%llu request_p50_ns=%llu request_p99_ns=%llu rps=%.0f requests=%llu\n",
 	       (unsigned long long)hist_pct(wakeup, 50), (unsigned long long)hist_pct(wakeup, 99),
 	       (unsigned long long)hist_pct(request, 50), (unsigned long long)hist_pct(request, 99),
-	       request->count * 1e9 / (double)(t1 - t0));
+	       request->count * 1e9 / (double)(t1 - t0), (unsigned long long)request->count);
 	return request->count ? 0 : 1;
 }
