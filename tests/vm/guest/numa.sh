@@ -5,6 +5,8 @@
 # errors that eject the scheduler, so every idle search of the policy must go
 # through the per-node ones. Asserted, from the kernel's accounting:
 #   a. the guest has the two nodes; the agent says it tracks idle per node;
+#      the verifier's count, with the per-node searches live, within the
+#      budget of 50,000;
 #   b. eight CPU-bound tasks started on node 0, then allowed everywhere, each
 #      run >= 60 % of one CPU over 3 s (schedstat) and node 1's CPUs idle
 #      <= 25 % (/proc/stat): idle searches reach the other node;
@@ -37,6 +39,12 @@ start_agent --tag seq=level:2,tax:0.01
 grep -q "2 NUMA nodes: idle CPUs tracked per node" "$AGENT_LOG" ||
 	fail "a: the agent did not set per-node idle tracking: $(grep -m1 -i numa "$AGENT_LOG")"
 ok "a: $(grep -m1 -o '2 NUMA nodes.*' "$AGENT_LOG")"
+# The per-node searches are code the verifier walks only here (with one node
+# the loaded program's constants prune them): the budget holds with them.
+wait_log "^verifier: total_insns=" 2000 "a: the agent printed no verifier line"
+total=$(sed -n 's/^verifier: total_insns=\([0-9]*\).*/\1/p' "$AGENT_LOG" | head -n 1)
+ok "a: verifier: $total instructions with per-node idle masks"
+[ "$total" -le 50000 ] || fail "a: verifier: $total instructions > the budget of 50000 with per-node idle masks"
 
 # --- b: spread from node 0 to node 1 ----------------------------------------
 # spread STEP: eight spinners started on node 0, then allowed everywhere;
