@@ -125,3 +125,34 @@ if grep -q "1 plugin records at addresses no symbol covers" "$dir/report.err"; t
 else
 	echo "not ok unmatched_reported: $(cat "$dir/report.err")"
 fi
+
+# kernel_share: a callback's kernel part. select_cpu (10 calls, 5000
+# instructions, 200 of them pauses) calls a kfunc (2000 in all), a leaf BPF
+# subprogram (not kernel: 300) and a shared subprogram `near` (called 4 times
+# from here and 12 times from enqueue) that calls a kfunc for 1600 in all:
+# select_cpu's share is 4/16 of it, 400. Kernel part 2400 / 10 = 240 a call;
+# its own (5000 - 200 - 2400) / 10 = 240.
+ks=$dir/ks
+mkdir -p "$ks"
+cat >"$ks/insn_cost.csv" <<'CSV'
+cpus,scheduler,load,kind,name,calls,insns,pauses,max,run_cnt
+4,chameleon,hackbench,callback,select_cpu,10,5000,200,900,10
+4,chameleon,hackbench,callback,enqueue,12,2400,0,300,12
+CSV
+cat >"$ks/insn_cost_sites.csv" <<'CSV'
+cpus,scheduler,load,prog,offset,target,calls,insns,pauses,max
+4,chameleon,hackbench,chameleon_select_cpu,0x10,__scx_bpf_select_cpu_and,10,2000,0,300
+4,chameleon,hackbench,chameleon_select_cpu,0x20,task_rep,10,300,0,30
+4,chameleon,hackbench,chameleon_select_cpu,0x30,near,4,1000,0,300
+4,chameleon,hackbench,chameleon_enqueue,0x40,near,12,2000,0,300
+4,chameleon,hackbench,near,0x8,scx_bpf_pick_idle_cpu_node,16,1600,0,200
+CSV
+ksout=$(bash "$repo/bench/insn_cost/kernel_share" "$ks")
+for want in "4 select_cpu 10 480 240 240" "4 enqueue 12 200 100 100"; do
+	n=$(echo "$want" | cut -d' ' -f2)
+	if printf '%s\n' "$ksout" | grep -qxF -- "$want"; then
+		echo "ok kernel_share_$n"
+	else
+		echo "not ok kernel_share_$n: no '$want' in: $ksout"
+	fi
+done
