@@ -58,6 +58,29 @@ pub enum Op {
     /// what `scx_chameleon status` shows. The status file is the same,
     /// rewritten once a second, for when the agent cannot answer.
     Status,
+    /// Store a tag on a cgroup from settings as `scx_chameleon tag` takes
+    /// them (level, weight, tax, smt, prio: "level" → "2"), the whole tag,
+    /// and apply it at once (tags/request.rs). A refused request changes
+    /// nothing and is answered with its `reason`. `who` names the requester
+    /// in the agent's log (the NRI plugin: the pod and container).
+    Tag {
+        cgroup: PathBuf,
+        #[serde(default)]
+        set: std::collections::BTreeMap<String, String>,
+        #[serde(default)]
+        via: crate::tags::request::Via,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        who: Option<String>,
+    },
+    /// Remove a cgroup's own tag and apply at once; a cgroup already gone
+    /// had none.
+    Untag {
+        cgroup: PathBuf,
+        #[serde(default)]
+        via: crate::tags::request::Via,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        who: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,21 +103,27 @@ pub struct Response {
     /// The answer to `status`: a status.rs Snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<serde_json::Value>,
+    /// Why a `tag` request was refused, in one word (tags/request.rs Reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<crate::tags::request::Reason>,
 }
 
 impl Response {
     pub fn ok(detail: impl Into<String>) -> Self {
-        Response { ok: true, error: None, detail: Some(detail.into()), tags: None, status: None }
+        Response { ok: true, error: None, detail: Some(detail.into()), tags: None, status: None, reason: None }
     }
     pub fn err(e: impl std::fmt::Display) -> Self {
-        Response { ok: false, error: Some(e.to_string()), detail: None, tags: None, status: None }
+        Response { ok: false, error: Some(e.to_string()), detail: None, tags: None, status: None, reason: None }
     }
     pub fn tags(tags: Vec<crate::tags::source::Listed>) -> Self {
-        Response { ok: true, error: None, detail: None, tags: Some(tags), status: None }
+        Response { ok: true, error: None, detail: None, tags: Some(tags), status: None, reason: None }
+    }
+    pub fn rejected(r: &crate::tags::request::Rejected) -> Self {
+        Response { reason: Some(r.reason), ..Response::err(r) }
     }
     pub fn status(snap: &crate::report::status::Snapshot) -> Self {
         match serde_json::to_value(snap) {
-            Ok(v) => Response { ok: true, error: None, detail: None, tags: None, status: Some(v) },
+            Ok(v) => Response { ok: true, error: None, detail: None, tags: None, status: Some(v), reason: None },
             Err(e) => Response::err(format!("status: {e}")),
         }
     }
@@ -113,7 +142,7 @@ pub fn parse_request(data: &[u8]) -> Result<Request> {
         Some(v) => bail!("protocol version {v}: this agent speaks {VERSION}"),
         None => bail!("message has no protocol version \"v\""),
     }
-    serde_json::from_value(value).context("not a known request (ops: reload, ping, subscribe, park, unpark, reload_rules, tags)")
+    serde_json::from_value(value).context("not a known request (ops: reload, ping, subscribe, park, unpark, reload_rules, tags, status, tag, untag)")
 }
 
 /// Read one line (up to `max` + 1 bytes, to detect oversize), all of it

@@ -732,6 +732,7 @@ impl<'a> Scheduler<'a> {
                     .with_lateness(&lateness)
                     .with_limits(crate::report::metrics::Limits { control_accept_backoffs: control.accept_backoffs(), ..assign.limits() })
                     .with_run_id(self.opts.run_id);
+                m.nri_rejected = crate::tags::request::nri_rejected();
                 m.sampled_ms = crate::report::metrics::monotonic_ms();
                 *self.metrics.lock().unwrap() = m;
             }

@@ -12,6 +12,21 @@ fn requests_round_trip() {
     assert_eq!(parse_request(br#"{"v":1,"op":"reload_rules"}"#).unwrap().op, Op::ReloadRules);
     assert_eq!(parse_request(br#"{"v":1,"op":"tags"}"#).unwrap().op, Op::Tags);
     assert_eq!(parse_request(br#"{"v":1,"op":"status"}"#).unwrap().op, Op::Status);
+    // The NRI plugin's request, as its Go side writes it.
+    let wire = br#"{"v":1,"op":"tag","cgroup":"/sys/fs/cgroup/kubepods/pod1/c1","set":{"level":"1","tax":"0.5"},"via":"nri","who":"pod default/p container c"}"#;
+    match parse_request(wire).unwrap().op {
+        Op::Tag { cgroup, set, via, who } => {
+            assert_eq!(cgroup, PathBuf::from("/sys/fs/cgroup/kubepods/pod1/c1"));
+            assert_eq!(set.get("tax").map(String::as_str), Some("0.5"));
+            assert_eq!(via, crate::tags::request::Via::Nri);
+            assert_eq!(who.as_deref(), Some("pod default/p container c"));
+        }
+        op => panic!("{op:?}"),
+    }
+    let untag = parse_request(br#"{"v":1,"op":"untag","cgroup":"/sys/fs/cgroup/a"}"#).unwrap().op;
+    assert_eq!(untag, Op::Untag { cgroup: "/sys/fs/cgroup/a".into(), via: crate::tags::request::Via::Cli, who: None });
+    let wire = serde_json::to_string(&Response::rejected(&crate::tags::request::props(&[("smt".into(), "x".into())].into()).unwrap_err())).unwrap();
+    assert!(wire.contains(r#""reason":"smt""#), "{wire}");
 }
 
 #[test]

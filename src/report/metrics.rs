@@ -129,6 +129,11 @@ pub struct Metrics {
     #[stat(desc = "the kernel's sched_ext event counters for this scheduler (bypass_duration in ns)")]
     #[serde(default)]
     pub kernel_events: BTreeMap<String, u64>,
+    /// The NRI plugin's tag requests the agent refused, by reason
+    /// (tags/request.rs Reason): the container runs untagged.
+    #[stat(desc = "tag requests of the NRI plugin refused, by reason (level, weight, tax, smt, prio, unknown_key, cgroup)")]
+    #[serde(default)]
+    pub nri_rejected: BTreeMap<String, u64>,
     /// The loop's lateness (lateness.rs): how late each tick and rotation
     /// ran after it was due. Per bucket, keyed by its upper bound in µs
     /// ("inf" for the open one), not cumulative; exported as one
@@ -178,7 +183,7 @@ const GAUGES: &[&str] = &[
 
 /// Fields that are a set of counters of one family, told apart by a label
 /// (field, label name): one TYPE line, one sample per key.
-const LABELLED: &[(&str, &str)] = &[("kernel_events", "event")];
+const LABELLED: &[(&str, &str)] = &[("kernel_events", "event"), ("nri_rejected", "reason")];
 
 /// The agent's limits at work (agent/fd_budget.rs): what they refused or
 /// waited for since the start, and the pidfds held now.

@@ -9,8 +9,8 @@ fn openmetrics_lists_every_counter_and_ends_with_eof() {
     assert!(text.contains("chameleon_split_total 5\n"), "{text}");
     assert!(text.contains("# HELP chameleon_proxy_served per-CPU kthreads"), "{text}");
     assert!(text.ends_with("# EOF\n"));
-    // Every field but kernel_events, a family with no sample here (the
-    // encoder leaves out a family with none).
+    // Every field but kernel_events and nri_rejected, families with no
+    // sample here (the encoder leaves out a family with none).
     assert_eq!(text.matches("# TYPE").count(), 46);
     assert!(text.contains("# TYPE chameleon_llc_taken counter\n"), "{text}");
     // The policy's broken-invariant counters are exported, as counters.
@@ -96,6 +96,15 @@ fn module_proxies_and_interruptions_become_counters_and_gauges() {
     // One TYPE per family, no gauge with a _total sample.
     assert_eq!(text.matches("# TYPE chameleon_proxy_lent_cpus ").count(), 1);
     assert!(!text.contains("chameleon_proxy_lent_cpus_total"));
+}
+
+#[test]
+fn nri_refusals_are_counted_by_reason() {
+    let m = Metrics { nri_rejected: [("level".to_string(), 2), ("unknown_key".to_string(), 1)].into(), ..Default::default() };
+    let text = m.openmetrics();
+    assert!(text.contains("# TYPE chameleon_nri_rejected counter\n"), "{text}");
+    assert!(text.contains("chameleon_nri_rejected_total{reason=\"level\"} 2\n"), "{text}");
+    assert!(text.contains("chameleon_nri_rejected_total{reason=\"unknown_key\"} 1\n"), "{text}");
 }
 
 #[test]
