@@ -28,10 +28,13 @@ go=$(command -v go || echo /usr/local/go/bin/go)
 export GOMODCACHE=${GOMODCACHE:-$CACHE_DIR/gomod} GOCACHE=${GOCACHE:-$CACHE_DIR/gocache}
 # Module files writable, so the cache can be removed like the rest of it.
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-modcacherw"
-# In this clone's build/ (two clones checking at once build their own).
+# In this clone's build/ (two clones checking at once build their own), again
+# only when something in check/ is newer than it.
 bin=$repo/build/k8s-check
-mkdir -p "$repo/build"
-(cd "$here/check" && "$go" build -o "$bin.new" . && mv -f "$bin.new" "$bin")
+if [ ! -x "$bin" ] || [ -n "$(find "$here/check" -newer "$bin" -print -quit)" ]; then
+	mkdir -p "$repo/build"
+	(cd "$here/check" && "$go" build -o "$bin.$$" . && mv -f "$bin.$$" "$bin")
+fi
 
 [ $# -gt 0 ] || set -- "$here"/*.yaml "$here"/examples/*.yaml
 exec "$bin" -version "$version" "$@"

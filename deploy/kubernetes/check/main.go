@@ -76,8 +76,10 @@ type checker struct {
 	where    string
 }
 
+// fail: one problem, on one line (a YAML error's lines joined).
 func (c *checker) fail(format string, args ...any) {
-	c.problems = append(c.problems, c.where+": "+fmt.Sprintf(format, args...))
+	msg := strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
+	c.problems = append(c.problems, c.where+": "+msg)
 }
 
 func main() {
