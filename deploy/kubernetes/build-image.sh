@@ -36,13 +36,15 @@ repo=$(cd "$here/../.." && pwd)
 if [ "${1:-}" = --inside ]; then
 	# --inside WORK NAME VERSION EPOCH REVISION AGENT TOOLS NRI|-
 	work=$2 name=$3 version=$4 epoch=$5 revision=$6 agent=$7 tools=$8 nri=$9
+	trap 'echo "build-image: failed in the toolchain root at line $LINENO: $BASH_COMMAND" >&2' ERR
 	st=$work/rootfs
 	# with_libs BIN DEST: BIN at DEST in the image, with the libraries ldd
 	# lists for it (tests/vm/mkinitramfs copies its binaries the same way).
 	with_libs() {
 		mkdir -p "$st$(dirname "$2")"
 		cp -L "$1" "$st$2"
-		ldd "$1" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p' |
+		# (a static binary: ldd fails, and lists nothing)
+		{ ldd "$1" 2>/dev/null || true; } | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p' |
 			while read -r lib; do
 				[ -e "$st$lib" ] && continue
 				mkdir -p "$st$(dirname "$lib")"
