@@ -2,7 +2,7 @@
 /*
  * The loader of scx_floor (floor.bpf.c): attaches one of its two
  * schedulers, says when it is enabled, and detaches on SIGINT or SIGTERM,
- * as the bench's peers do (tests/vm/guest/bench_lib.sh: start_peer,
+ * as the bench's peers do (bench/guest/bench_lib.sh: start_peer,
  * stop_peer).
  *
  *   scx_floor | scx_floor_vtime
