@@ -7,6 +7,7 @@
 # Outputs (paths printed by `build.sh --print-paths`), all in this clone:
 #   build/scx_chameleon
 #   build/scx_chameleon-tools (top, trace, --monitor: scx_chameleon execs it)
+#   build/scx_chameleon-nri (the container runtime's NRI plugin: nri/, Go)
 #   kmod_proxy/chameleon_proxy.ko
 #   build/tools/*
 # Cargo's target directory is shared by every clone (outside it, so a fresh
@@ -24,6 +25,7 @@ tools=$out/tools
 if [ "${1:-}" = --print-paths ]; then
 	echo "AGENT=$out/scx_chameleon"
 	echo "AGENT_TOOLS=$out/scx_chameleon-tools"
+	echo "NRI_PLUGIN=$out/scx_chameleon-nri"
 	echo "MODULE=$repo/kmod_proxy/chameleon_proxy.ko"
 	echo "TOOLS=$tools"
 	exit 0
@@ -57,6 +59,13 @@ mkdir -p "$CACHE_DIR"
 	done
 ) 9>"$CACHE_DIR/target.lock"
 t1=$(date +%s)
+
+# The NRI plugin: the host's Go, on containerd/nri's plugin stub (go.sum
+# pins it), static, so that it runs in the guest and in any image.
+log "NRI plugin (go $(go env GOVERSION 2>/dev/null || echo missing))"
+command -v go >/dev/null || { log "no Go toolchain (the NRI plugin needs one: https://go.dev/dl, or Debian's golang-go >= 1.24)"; exit 1; }
+(cd "$repo/nri" && CGO_ENABLED=0 go build -trimpath -o "$out/scx_chameleon-nri.new" .)
+mv -f "$out/scx_chameleon-nri.new" "$out/scx_chameleon-nri"
 
 log "module (kbuild, gcc-14, $KVER)"
 "$here/in-root" --bind "$repo" --cwd "$repo" -- \

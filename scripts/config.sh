@@ -24,6 +24,13 @@ command -v cargo >/dev/null 2>&1 || PATH=${CARGO_HOME:-$HOME/.cargo}/bin:$PATH
 
 CACHE_DIR=${SCX_CHAMELEON_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/scx_chameleon}
 
+# Go (the NRI plugin, deploy/kubernetes's manifest check, crictl for the
+# runtime test): the host's toolchain as it is (no toolchain download), its
+# modules (writable, so the cache can be removed like the rest of it) and
+# build cache kept here, go.sum as committed.
+export GOMODCACHE=$CACHE_DIR/gomod GOCACHE=$CACHE_DIR/gocache GOTOOLCHAIN=local GOFLAGS="-mod=readonly -modcacherw"
+command -v go >/dev/null 2>&1 || PATH=$PATH:/usr/local/go/bin
+
 # Bump when setup.sh changes how the root is made.
 ROOT_RECIPE=1
 

@@ -23,7 +23,8 @@
 # (insmod, modprobe) the same way; /opt/chameleon/load-module (the init
 # container) and the modules in /opt/chameleon/modules/<kernel>/.
 #
-# The layout is written with tar, gzip and sha256sum, not umoci or skopeo:
+# The layout is written with tar, gzip and sha256sum (oci_layout.sh, which
+# also writes the runtime test's images), not umoci or skopeo:
 # neither is in the toolchain root, and adding a package to ROOT_PACKAGES
 # changes the root's key, so setup.sh would debootstrap a new root (~1.6 GB)
 # and remove the one every clone shares. The archive is reproducible: file
@@ -74,53 +75,12 @@ if [ "${1:-}" = --inside ]; then
 	echo 'root:x:0:0:root:/root:/bin/sh' >"$st/etc/passwd"
 	echo 'root:x:0:' >"$st/etc/group"
 
-	# The layer: sorted, owned by root, times the commit's (reproducible).
-	cd "$st"
-	find . -exec touch -h -d "@$epoch" {} +
-	# shellcheck disable=SC2046
-	tar --sort=name --owner=0 --group=0 --numeric-owner --format=posix \
-		--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
-		--mtime="@$epoch" -cf "$work/layer.tar" $(ls -A)
-	cd "$work"
-	layout=$work/layout
-	mkdir -p "$layout/blobs/sha256"
-	diff_id=$(sha256sum layer.tar | cut -d' ' -f1)
-	gzip -n -9 layer.tar
-	# blob FILE: moves FILE into the layout under its digest; prints
-	# "DIGEST SIZE".
-	blob() {
-		local d s
-		d=$(sha256sum "$1" | cut -d' ' -f1)
-		s=$(stat -c %s "$1")
-		mv "$1" "$layout/blobs/sha256/$d"
-		echo "$d $s"
-	}
-	read -r layer_d layer_s < <(blob layer.tar.gz)
-	created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
-	printf '%s' '{"created":"'"$created"'","architecture":"amd64","os":"linux",'\
-'"config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],'\
+	config='{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],'\
 '"Cmd":["/usr/bin/scx_chameleon"],"WorkingDir":"/",'\
 '"Labels":{"org.opencontainers.image.title":"scx_chameleon","org.opencontainers.image.version":"'"$version"'",'\
-'"org.opencontainers.image.revision":"'"$revision"'"}},'\
-'"rootfs":{"type":"layers","diff_ids":["sha256:'"$diff_id"'"]},'\
-'"history":[{"created":"'"$created"'","created_by":"deploy/kubernetes/build-image.sh"}]}' >config.json
-	read -r config_d config_s < <(blob config.json)
-	printf '%s' '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",'\
-'"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:'"$config_d"'","size":'"$config_s"'},'\
-'"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:'"$layer_d"'","size":'"$layer_s"'}],'\
-'"annotations":{"org.opencontainers.image.created":"'"$created"'"}}' >manifest.json
-	read -r manifest_d manifest_s < <(blob manifest.json)
-	printf '%s' '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json",'\
-'"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:'"$manifest_d"'","size":'"$manifest_s"','\
-'"platform":{"architecture":"amd64","os":"linux"},'\
-'"annotations":{"io.containerd.image.name":"'"$name"'","org.opencontainers.image.ref.name":"'"$name"'"}}]}' >"$layout/index.json"
-	printf '%s' '{"imageLayoutVersion":"1.0.0"}' >"$layout/oci-layout"
-	cd "$layout"
-	find . -exec touch -h -d "@$epoch" {} +
-	tar --sort=name --owner=0 --group=0 --numeric-owner --format=posix \
-		--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
-		-cf "$work/image.tar" oci-layout index.json blobs
-	echo "layer sha256:$layer_d ($((layer_s / 1024 / 1024)) MiB compressed), manifest sha256:$manifest_d" >&2
+'"org.opencontainers.image.revision":"'"$revision"'"}}'
+	. "$here/oci_layout.sh"
+	oci_archive "$st" "$name" "$epoch" "$config" "$work/image.tar"
 	exit 0
 fi
 

@@ -25,9 +25,6 @@ version=$(sed -n '/^\[workspace\.package\]/,/^\[/s/^version *= *"\([^"]*\)".*/\1
 
 go=$(command -v go || echo /usr/local/go/bin/go)
 [ -x "$go" ] || { echo "check.sh: no Go toolchain (go in PATH or /usr/local/go/bin/go)" >&2; exit 2; }
-export GOMODCACHE=${GOMODCACHE:-$CACHE_DIR/gomod} GOCACHE=${GOCACHE:-$CACHE_DIR/gocache}
-# Module files writable, so the cache can be removed like the rest of it.
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-modcacherw"
 # In this clone's build/ (two clones checking at once build their own), again
 # only when something in check/ is newer than it.
 bin=$repo/build/k8s-check

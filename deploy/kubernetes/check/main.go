@@ -485,16 +485,17 @@ func (c *checker) annotatedPod(p *corev1.Pod) {
 		n++
 		if f, ctr, ok := strings.Cut(field, ".container."); ok {
 			field = f
-			if f != "level" {
-				c.fail("annotation %s: only the level has a per-container override (level.container.NAME)", key)
-			}
 			if !names[ctr] {
 				c.fail("annotation %s: the pod has no container %q", key, ctr)
+			}
+			// A container's own level may be "off": untagged in a tagged pod.
+			if f == "level" && val == "off" {
+				continue
 			}
 		}
 		re := annotationValue[field]
 		if re == nil {
-			c.fail("annotation %s: unknown (level, weight, tax, smt, prio, level.container.NAME)", key)
+			c.fail("annotation %s: unknown (level, weight, tax, smt, prio, each also as KEY.container.NAME)", key)
 			continue
 		}
 		if !re.MatchString(val) {
