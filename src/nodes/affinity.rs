@@ -1,5 +1,6 @@
-//! A task's allowed CPUs (sched_getaffinity), for the node manager: an object
-//! helps a pinned task only where it may run on the representative. Read when
+//! A task's allowed CPUs (sched_getaffinity, which its cgroup's cpuset
+//! bounds), for the node manager: an object holds only CPUs its task may
+//! run on (node_manager/place.rs `block_allowed`). Read when
 //! the task asks for an object and again at every reconcile (an affinity
 //! change sends no event of ours). (Where a waiting task is, the rotation
 //! takes from its events: assign.rs, seen_on.)
