@@ -31,5 +31,6 @@ pub mod cpulist;
 #[allow(clippy::all)]
 pub mod bpf_skel;
 
-pub use agent::scheduler::{Opts, Scheduler};
+pub use agent::opts::Opts;
+pub use agent::scheduler::Scheduler;
 pub use agent::signals::{Doorbell, Shutdown};

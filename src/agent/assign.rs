@@ -491,17 +491,6 @@ impl Assigner {
         !self.requesters.is_empty() || !self.sleepers.is_empty()
     }
 
-    /// Is the status file due? Once a second (`force`), not at every
-    /// change: `status` asks the agent (control.rs Op::Status, answered
-    /// from `snapshot`), and the file is the record for when it cannot
-    /// answer. Rewritten at every change, with pairs rotating every 30 ms,
-    /// it cost the agent about 1 ms of system time per rotation under TCG,
-    /// a quarter of what the rotation cost the tasks beside it
-    /// (bench/aash_overhead: 620-900 ms per 8 s against 530-590 without).
-    pub fn status_due(&self, force: bool) -> bool {
-        force
-    }
-
     /// The agent's state now; `live` is what only the scheduler can see
     /// (CPU states, the module's state).
     pub fn snapshot(&self, live: Live) -> crate::report::status::Snapshot {

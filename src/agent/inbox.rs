@@ -7,17 +7,14 @@
 //! poll() wakes. Answers to control clients travel back on a one-shot
 //! channel the request carries.
 
-use crate::control::{Handler, Op, Request, Response};
+use crate::control::{Request, Response};
 use crate::doorbell::Doorbell;
-use crate::tags::request;
 use crate::tags::tag::Props;
-use crate::agent::tag_worker::TagCmd;
 use std::collections::HashMap;
 use std::os::fd::BorrowedFd;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
-use tracing::{info, warn};
 
 /// Where the answer to one control request goes.
 pub type Reply = SyncSender<Response>;
@@ -99,47 +96,6 @@ pub fn ask(send: impl FnOnce(Reply) -> bool) -> Response {
         }
         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Response::err("the agent is stopping"),
     }
-}
-
-/// A refused tag request: logged with who asked, counted, answered with
-/// its reason. Nothing was written.
-fn refuse(cgroup: &std::path::Path, via: request::Via, who: Option<String>, e: request::Rejected) -> Response {
-    warn!("tag of {} refused ({}): {e} [{}]", cgroup.display(), who.as_deref().unwrap_or("control socket"), e.reason.name());
-    request::count(via, e.reason);
-    Response::rejected(&e)
-}
-
-/// The control server's handler: each request to whoever holds what it
-/// needs. Ping is answered on the client's thread; tags to the tags worker;
-/// status, park and unpark to the loop.
-pub fn router(mailbox: Mailbox, tags: Sender<TagCmd>) -> Handler {
-    Arc::new(move |req: Request| match req.op {
-        Op::Ping => Response::ok(format!("scx_chameleon {} pid {}", env!("CARGO_PKG_VERSION"), std::process::id())),
-        // Taken by the server itself, which keeps the connection.
-        Op::Subscribe => Response::ok("subscribed"),
-        Op::Reload { cgroup } => match crate::tags::tag::cgroup_id(&cgroup) {
-            Err(e) => Response::err(format!("{e:#}")),
-            Ok(_) => ask(|r| tags.send(TagCmd::Apply(r)).is_ok()),
-        },
-        Op::ReloadRules => ask(|r| tags.send(TagCmd::ReloadRules(Some(r))).is_ok()),
-        Op::Tags => ask(|r| tags.send(TagCmd::List(r)).is_ok()),
-        Op::Tag { cgroup, set, via, who } => match request::tag(&cgroup, &set) {
-            Err(e) => refuse(&cgroup, via, who, e),
-            Ok(p) => {
-                info!("tagged {} ({}): {}", cgroup.display(), who.as_deref().unwrap_or("control socket"), p.encode());
-                ask(|r| tags.send(TagCmd::Apply(r)).is_ok())
-            }
-        },
-        Op::Untag { cgroup, via, who } => match request::untag(&cgroup) {
-            Err(e) => refuse(&cgroup, via, who, e),
-            Ok(false) => Response::ok(format!("{} had no tag of its own", cgroup.display())),
-            Ok(true) => {
-                info!("untagged {} ({})", cgroup.display(), who.as_deref().unwrap_or("control socket"));
-                ask(|r| tags.send(TagCmd::Apply(r)).is_ok())
-            }
-        },
-        Op::Status | Op::Park { .. } | Op::Unpark { .. } => ask(|r| mailbox.send(ToLoop::Control(req, r))),
-    })
 }
 
 #[cfg(test)]

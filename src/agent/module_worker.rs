@@ -7,7 +7,8 @@
 //! (ToLoop::ModuleDone), in the order asked.
 
 use crate::agent::inbox::{Mailbox, ToLoop};
-use crate::module::proxy::{ModuleRead, Proxy};
+use crate::module::proxy::Proxy;
+use crate::report::module_read::ModuleRead;
 use anyhow::{Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};

@@ -15,8 +15,8 @@ use std::time::Instant;
 use tracing::info;
 
 /// A park or unpark waiting for the module.
-pub struct Pending {
-    pub id: u64,
+struct Pending {
+    id: u64,
     cpus: Vec<usize>,
     holdoff_ms: Option<u32>,
     t0: Instant,
@@ -24,73 +24,100 @@ pub struct Pending {
     reply: Reply,
 }
 
-/// Start `park` (`holdoff_ms` given) or `unpark` of `list`. Answers at once
-/// (an error, or done without a module) or returns what waits for the
-/// module, which `module` was asked to do.
-#[allow(clippy::too_many_arguments)]
-pub fn start(
-    assign: &mut Assigner,
-    map: &dyn MapCore,
-    prog: &libbpf_rs::ProgramMut<'_>,
-    module: Option<&ModuleWorker>,
-    pending: bool,
-    id: u64,
-    nr_cpus: usize,
-    list: &str,
-    holdoff_ms: Option<u32>,
-    reply: Reply,
-) -> Option<Pending> {
-    macro_rules! refuse {
-        ($r:expr) => {{
-            let _ = reply.send($r);
-            return None;
-        }};
-    }
-    if pending {
-        refuse!(Response::err("a park or unpark is under way; try again when it is done"));
-    }
-    let park = holdoff_ms.is_some();
-    // Bounded while read (cpulist.rs): the request comes from a socket, and
-    // expanding "0-4000000000" here would take the loop and its memory.
-    let cpus = match crate::cpulist::CpuList::parse(list, nr_cpus) {
-        Ok(c) => c.cpus().to_vec(),
-        Err(e) => refuse!(Response::err(e)),
-    };
-    let online = crate::nodes::node::online_cpus().unwrap_or_default();
-    if let Err(e) = crate::module::park::check(&cpus, park, &online, assign.parked(), nr_cpus) {
-        refuse!(Response::err(format!("{e:#}")));
-    }
-    let t0 = Instant::now();
-    if let Err(e) = crate::module::park::run_policy(prog, &cpus, park) {
-        refuse!(Response::err(format!("the policy's chameleon_park: {e:#}")));
-    }
-    let policy_ns = t0.elapsed().as_nanos() as u64;
-    let p = Pending { id, cpus, holdoff_ms, t0, policy_ns, reply };
-    match module {
-        Some(m) if m.park(id, p.cpus.clone(), holdoff_ms) => Some(p),
-        Some(_) => {
-            let _ = crate::module::park::run_policy(prog, &p.cpus, !park);
-            let _ = p.reply.send(Response::err("chameleon_proxy: the module's thread is gone"));
-            None
+/// What a park or unpark works on: the node manager it commits to, the
+/// policy's map and program, and the module's thread (None: no module).
+pub struct ParkCtx<'c> {
+    pub assign: &'c mut Assigner,
+    pub map: &'c dyn MapCore,
+    pub prog: &'c libbpf_rs::ProgramMut<'c>,
+    pub module: Option<&'c ModuleWorker>,
+    pub nr_cpus: usize,
+}
+
+/// The loop's parks and unparks: the one waiting for the module, if any,
+/// and the id of the last one asked (ids are never reused: an answer from
+/// the module matches only the request it answers).
+#[derive(Default)]
+pub struct Parking {
+    pending: Option<Pending>,
+    last_id: u64,
+}
+
+impl Parking {
+    /// Start `park` (`holdoff_ms` given) or `unpark` of `list`. Answers at
+    /// once (an error, or done without a module) or waits for the module,
+    /// which was asked to do its part (`module_done`).
+    pub fn start(&mut self, ctx: ParkCtx<'_>, list: &str, holdoff_ms: Option<u32>, reply: Reply) {
+        self.last_id += 1;
+        if let Some(p) = self.begin(ctx, list, holdoff_ms, reply) {
+            self.pending = Some(p);
         }
-        None => {
-            finish(assign, map, prog, p, None);
-            None
+    }
+
+    /// `start` of request `last_id`: what waits for the module now, if
+    /// anything. Refused while another waits for the module.
+    fn begin(&self, ctx: ParkCtx<'_>, list: &str, holdoff_ms: Option<u32>, reply: Reply) -> Option<Pending> {
+        macro_rules! refuse {
+            ($r:expr) => {{
+                let _ = reply.send($r);
+                return None;
+            }};
+        }
+        if self.pending.is_some() {
+            refuse!(Response::err("a park or unpark is under way; try again when it is done"));
+        }
+        let park = holdoff_ms.is_some();
+        // Bounded while read (cpulist.rs): the request comes from a socket, and
+        // expanding "0-4000000000" here would take the loop and its memory.
+        let cpus = match crate::cpulist::CpuList::parse(list, ctx.nr_cpus) {
+            Ok(c) => c.cpus().to_vec(),
+            Err(e) => refuse!(Response::err(e)),
+        };
+        let online = crate::nodes::node::online_cpus().unwrap_or_default();
+        if let Err(e) = crate::module::park::check(&cpus, park, &online, ctx.assign.parked(), ctx.nr_cpus) {
+            refuse!(Response::err(format!("{e:#}")));
+        }
+        let t0 = Instant::now();
+        if let Err(e) = crate::module::park::run_policy(ctx.prog, &cpus, park) {
+            refuse!(Response::err(format!("the policy's chameleon_park: {e:#}")));
+        }
+        let policy_ns = t0.elapsed().as_nanos() as u64;
+        let id = self.last_id;
+        let p = Pending { id, cpus, holdoff_ms, t0, policy_ns, reply };
+        match ctx.module {
+            Some(m) if m.park(id, p.cpus.clone(), holdoff_ms) => Some(p),
+            Some(_) => {
+                let _ = crate::module::park::run_policy(ctx.prog, &p.cpus, !park);
+                let _ = p.reply.send(Response::err("chameleon_proxy: the module's thread is gone"));
+                None
+            }
+            None => {
+                finish(ctx, p, None);
+                None
+            }
+        }
+    }
+
+    /// The module's part of park or unpark `id` is done: its outcome is
+    /// committed or undone (`finish`) if `id` is the one waiting.
+    pub fn module_done(&mut self, ctx: ParkCtx<'_>, id: u64, result: Result<u64, String>) {
+        if let Some(p) = self.pending.take_if(|p| p.id == id) {
+            finish(ctx, p, Some(result));
         }
     }
 }
 
 /// The module's part is done (`module`: its outcome; None without a module):
 /// commit to the node manager or undo the policy's part, and answer.
-pub fn finish(assign: &mut Assigner, map: &dyn MapCore, prog: &libbpf_rs::ProgramMut<'_>, p: Pending, module: Option<Result<u64, String>>) {
+fn finish(ctx: ParkCtx<'_>, p: Pending, module: Option<Result<u64, String>>) {
     let park = p.holdoff_ms.is_some();
     if let Some(Err(e)) = &module {
-        let _ = crate::module::park::run_policy(prog, &p.cpus, !park);
+        let _ = crate::module::park::run_policy(ctx.prog, &p.cpus, !park);
         let _ = p.reply.send(Response::err(format!("chameleon_proxy: {e}")));
         return;
     }
     let total_us = p.t0.elapsed().as_micros();
-    assign.set_parked(map, &p.cpus, park);
+    ctx.assign.set_parked(ctx.map, &p.cpus, park);
     let what = crate::module::park::list(&p.cpus);
     let policy_us = p.policy_ns / 1000;
     let detail = match (module, p.holdoff_ms) {

@@ -1,7 +1,7 @@
 //! `scx_chameleon park` / `unpark`: which requests the agent accepts, and
 //! running the policy's critical part (the `chameleon_park` syscall program,
 //! bpf/park.bpf.c). The module's part is in `proxy.rs`; the agent's loop
-//! (scheduler.rs) runs one after the other and tells the node manager.
+//! (agent/park_op.rs) runs one after the other and tells the node manager.
 
 use anyhow::{bail, Result};
 use scx_utils::Cpumask;

@@ -15,6 +15,8 @@
 //! in the last resort the module's own cleanup when the file is released
 //! (closed, or the process killed).
 
+use crate::report::module_read::{ModuleCounters, ModuleRead};
+use crate::report::status::ModuleStatus;
 use anyhow::{bail, Context, Result};
 use scx_utils::Cpumask;
 use std::os::fd::AsRawFd;
@@ -381,41 +383,11 @@ fn wait_refs(mut refcnt: impl FnMut() -> Option<u64>, before: u64, timeout: Dura
     }
 }
 
-/// One STATS read, split by where each part goes: the module's state into
-/// the view (status.rs), its numbers into the metrics (metrics.rs). Both
-/// come from the same read, so they describe the same instant.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ModuleRead {
-    pub state: crate::report::status::ModuleStatus,
-    pub counters: ModuleCounters,
-}
-
-/// The module's numbers, as the metrics carry them.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ModuleCounters {
-    pub lends: u64,
-    pub reclaims: u64,
-    /// IRQs away from their affinity now (a level, not a count).
-    pub irqs_moved: u32,
-    pub managed_skipped: u64,
-    /// Interruptions lent CPUs took while lent, all lends so far: device
-    /// IRQs, softirqs, IPIs, local timer.
-    pub lent_irqs: u64,
-    pub lent_softirqs: u64,
-    pub lent_ipis: u64,
-    pub lent_timers: u64,
-    /// The last PARK's and UNPARK's latencies.
-    pub park_critical_ns: u64,
-    pub park_physical_ns: u64,
-    pub unpark_critical_ns: u64,
-    pub unpark_physical_ns: u64,
-}
-
 impl Proxy {
     /// The module's state and numbers, from one STATS.
     pub fn read(&self, kfuncs: bool) -> Result<ModuleRead> {
         let (st, cpus) = self.stats()?;
-        let mut state = crate::report::status::ModuleStatus { kfuncs, ..Default::default() };
+        let mut state = ModuleStatus { kfuncs, ..Default::default() };
         let mut counters = ModuleCounters {
             lends: st.lends,
             reclaims: st.reclaims,

@@ -269,7 +269,7 @@ impl Metrics {
     /// The companion module's numbers from one STATS read: its processor
     /// proxies, the interruptions lent CPUs still took, the last park's
     /// latencies (None: not loaded, or not read yet).
-    pub fn with_module(mut self, m: Option<&crate::module::proxy::ModuleRead>) -> Metrics {
+    pub fn with_module(mut self, m: Option<&crate::report::module_read::ModuleRead>) -> Metrics {
         if let Some(m) = m {
             let c = &m.counters;
             self.proxy_module_loaded = 1;

@@ -53,9 +53,9 @@ fn the_run_id_is_a_gauge_and_help_stats_describes_every_field() {
 
 #[test]
 fn module_proxies_and_interruptions_become_counters_and_gauges() {
-    let module = crate::module::proxy::ModuleRead {
+    let module = crate::report::module_read::ModuleRead {
         state: crate::report::status::ModuleStatus { kfuncs: true, proxies: vec![(1, 0), (3, 2)], ..Default::default() },
-        counters: crate::module::proxy::ModuleCounters {
+        counters: crate::report::module_read::ModuleCounters {
             lends: 40,
             reclaims: 39,
             irqs_moved: 2,

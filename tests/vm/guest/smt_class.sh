@@ -7,7 +7,7 @@
 #   uni: its core's other thread idles >= 90 % of the time while it runs,
 #        and a task pinned there still runs within the lending bound: mean
 #        wait per turn (schedstat run_delay / timeslices) <= 2 x (W + 2 G),
-#        W = --lend-wait-ms (default 50: src/agent/scheduler.rs), G = the 10 ms
+#        W = --lend-wait-ms (default 50: src/agent/opts.rs), G = the 10 ms
 #        guard period (lend_due() in bpf/main.bpf.c), x2 for TCG; its
 #        longest stretch without CPU <= that + the sampler's longest gap
 #        (wait_watch: its resolution);

@@ -8,7 +8,7 @@
 # without CPU time, and its CPU time.
 #
 # Bounds from the design: the waiter waits at most W = --lend-wait-ms (the
-# agent's default, 50 ms: src/agent/scheduler.rs) plus two guard periods (10 ms
+# agent's default, 50 ms: src/agent/opts.rs) plus two guard periods (10 ms
 # each: the tick's backstop, lend_due() in bpf/main.bpf.c), then the CPU is
 # not lent for the waiter's turn (CHAMELEON_SHORT_SLICE_NS, 5 ms: not a whole
 # slice), so it runs. TCG allowance: x2 on that wait
