@@ -68,6 +68,11 @@ type job struct {
 	who    string
 }
 
+// same: asks the agent for the same thing.
+func (j job) same(o job) bool {
+	return j.cgroup == o.cgroup && (j.set == nil) == (o.set == nil) && j.set.String() == o.set.String()
+}
+
 // Agent hands the runtime's events to the agent's control socket on a
 // goroutine of its own, so that no container's creation waits on it: a
 // handler only records the latest wish per container and returns. While
@@ -83,6 +88,7 @@ type Agent struct {
 	mu      sync.Mutex
 	pending map[string]job // container id → latest wish
 	order   []string       // ids in arrival order (each once)
+	settled map[string]job // container id → the tag the agent answered for (taken or refused)
 	wake    chan struct{}
 }
 
@@ -93,13 +99,23 @@ func NewAgent(socket string, log *slog.Logger) *Agent {
 		retry:   time.Second,
 		log:     log,
 		pending: map[string]job{},
+		settled: map[string]job{},
 		wake:    make(chan struct{}, 1),
 	}
 }
 
-// Want records what container id needs; it never blocks.
+// Want records what container id needs; it never blocks. A tag the agent
+// already answered for (the runtime reports a container's creation and its
+// start: both ask) is not asked again, so a refusal is logged and counted
+// once.
 func (a *Agent) Want(id string, j job) {
 	a.mu.Lock()
+	if s, ok := a.settled[id]; ok && s.same(j) {
+		if _, queued := a.pending[id]; !queued {
+			a.mu.Unlock()
+			return
+		}
+	}
 	if _, queued := a.pending[id]; !queued {
 		a.order = append(a.order, id)
 	}
@@ -136,6 +152,18 @@ func (a *Agent) requeue(id string, j job) {
 	}
 }
 
+// settle records the agent's answer for id: a tag is remembered, an untag
+// forgets the container (its next wish is asked whatever it is).
+func (a *Agent) settle(id string, j job) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if j.set == nil {
+		delete(a.settled, id)
+	} else {
+		a.settled[id] = j
+	}
+}
+
 // Run delivers wishes until stop is closed.
 func (a *Agent) Run(stop <-chan struct{}) {
 	for {
@@ -148,7 +176,9 @@ func (a *Agent) Run(stop <-chan struct{}) {
 			}
 			continue
 		}
-		if !a.deliver(j) {
+		if a.deliver(j) {
+			a.settle(id, j)
+		} else {
 			a.requeue(id, j)
 			select {
 			case <-stop:

@@ -127,3 +127,31 @@ func TestWantNeverBlocks(t *testing.T) {
 		t.Fatalf("backlog %d/%d: one per container", len(a.pending), len(a.order))
 	}
 }
+
+func TestATagAnsweredIsNotAskedAgainUntilUntagged(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "control.sock")
+	got := fakeAgent(t, sock, func(request) response { return response{Error: "bad", Reason: "level"} })
+	a := NewAgent(sock, quiet())
+	stop := make(chan struct{})
+	defer close(stop)
+	go a.Run(stop)
+	bad := job{cgroup: "/cg/c", set: Settings{"level": "7"}}
+	a.Want("c", bad)
+	<-got
+	time.Sleep(50 * time.Millisecond)
+	a.Want("c", bad) // the start, after the creation
+	select {
+	case r := <-got:
+		t.Fatalf("asked again: %+v", r)
+	case <-time.After(200 * time.Millisecond):
+	}
+	a.Want("c", job{cgroup: "/cg/c"})
+	if r := <-got; r.Op != "untag" {
+		t.Fatalf("%+v", r)
+	}
+	time.Sleep(50 * time.Millisecond)
+	a.Want("c", bad) // a new container of the same id after removal
+	if r := <-got; r.Op != "tag" {
+		t.Fatalf("%+v", r)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
 
 	"github.com/containerd/nri/pkg/api"
 )
@@ -30,6 +31,16 @@ func (p *Plugin) tag(pod *api.PodSandbox, ctr *api.Container, event string) {
 	dir, err := CgroupDir(p.cgroupRoot, ctr.GetLinux().GetCgroupsPath())
 	if err != nil {
 		p.log.Warn("no cgroup to tag; the container runs untagged", "who", who(pod, ctr), "event", event, "err", err)
+		return
+	}
+	if _, err := os.Stat(dir); err != nil {
+		// containerd makes the cgroup when it creates the task, after
+		// PostCreateContainer: the start asks again.
+		if event == "post-create" {
+			p.log.Debug("no cgroup yet", "who", who(pod, ctr), "cgroup", dir)
+		} else {
+			p.log.Warn("no cgroup to tag; the container runs untagged", "who", who(pod, ctr), "event", event, "cgroup", dir)
+		}
 		return
 	}
 	p.agent.Want(ctr.GetId(), job{cgroup: dir, set: set, who: who(pod, ctr)})
@@ -85,15 +96,17 @@ func (p *Plugin) CreateContainer(_ context.Context, _ *api.PodSandbox, _ *api.Co
 	return nil, nil, nil
 }
 
-// PostCreateContainer: the cgroup exists and no process runs in it yet,
-// so a tag stored now is in force from the container's first instruction.
+// PostCreateContainer: where the runtime has made the cgroup by now (CRI-O),
+// no process runs in it yet, so a tag stored now is in force from the
+// container's first instruction. (containerd makes it later, with the task.)
 func (p *Plugin) PostCreateContainer(_ context.Context, pod *api.PodSandbox, ctr *api.Container) error {
 	p.tag(pod, ctr, "post-create")
 	return nil
 }
 
-// StartContainer: asked again (idempotent) for runtimes that deliver no
-// PostCreateContainer.
+// StartContainer: the task exists, its process has not run yet; asked
+// again where PostCreateContainer had no cgroup (a tag already answered for
+// is not asked twice: Agent.Want).
 func (p *Plugin) StartContainer(_ context.Context, pod *api.PodSandbox, ctr *api.Container) error {
 	p.tag(pod, ctr, "start")
 	return nil

@@ -16,6 +16,8 @@ fail() {
 		echo "--- agent pid $AGENT_PID: $(grep -h State /proc/$AGENT_PID/task/*/status | tr -s '\t\n' '  ')wchan $(cat /proc/$AGENT_PID/wchan)"
 		scx_chameleon status 2>&1 | grep -E "^(cpus|module: kfuncs|counters)" | sed 's/^/    /'
 	fi
+	# A test's own evidence (the runtime test: the plugin's log).
+	[ -z "${FAIL_EVIDENCE:-}" ] || $FAIL_EVIDENCE
 	if [ -f "$AGENT_LOG" ]; then
 		echo "--- agent log (last 20 lines) ---"
 		tail -n 20 "$AGENT_LOG"

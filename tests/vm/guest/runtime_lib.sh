@@ -7,6 +7,15 @@ RUNTIME_LOG=/tmp/containerd.log
 NRI_LOG=/tmp/nri.log
 PODS=/tmp/pods
 
+# On a failure (lib.sh fail): the plugin's and containerd's last lines.
+runtime_evidence() {
+	echo "--- NRI plugin log (last 15 lines) ---"
+	tail -n 15 "$NRI_LOG" 2>/dev/null
+	echo "--- containerd log (last 10 lines) ---"
+	tail -n 10 "$RUNTIME_LOG" 2>/dev/null
+}
+FAIL_EVIDENCE=runtime_evidence
+
 cri_up() { crictl info >/dev/null 2>&1; }
 nri_synced_more() { [ "$(grep -c 'msg=synchronized' "$NRI_LOG" 2>/dev/null)" -gt "$1" ]; }
 
@@ -60,20 +69,20 @@ ctr_config() {
 }
 
 # run_pod NAME ANNOTATIONS CPUSET SECONDS: a pod with one container "spin"
-# created and started; sets POD, CTR (ids), CPID (the spinner's host pid),
-# CGDIR (its cgroup), T_CREATE and T_STARTED (ms: before the container's
-# creation, after its start returned).
+# created and started (one `crictl run`: each crictl exec costs about a
+# second under TCG); sets CTR and POD (ids), CPID (the spinner's host pid),
+# CGDIR (its cgroup) and RUN_MS (how long the run took).
 run_pod() {
 	pod_config "$1" "$2" >"$PODS/$1.pod.json"
 	ctr_config spin "$3" "$4" >"$PODS/$1.ctr.json"
-	POD=$(crictl runp "$PODS/$1.pod.json") || fail "pod $1: crictl runp failed"
-	T_CREATE=$(now_ms)
-	CTR=$(crictl create "$POD" "$PODS/$1.ctr.json" "$PODS/$1.pod.json") || fail "pod $1: crictl create failed"
-	crictl start "$CTR" >/dev/null || fail "pod $1: crictl start failed"
-	T_STARTED=$(now_ms)
-	CPID=$(crictl inspect -o go-template --template '{{.info.pid}}' "$CTR" 2>/dev/null)
-	CGDIR=/sys/fs/cgroup$(crictl inspect -o go-template --template '{{.info.runtimeSpec.linux.cgroupsPath}}' "$CTR" 2>/dev/null)
+	_t0=$(now_ms)
+	CTR=$(crictl run --no-pull "$PODS/$1.ctr.json" "$PODS/$1.pod.json") || fail "pod $1: crictl run failed"
+	RUN_MS=$(( $(now_ms) - _t0 ))
+	set -- "$1" $(crictl inspect -o go-template \
+		--template '{{.info.pid}} {{.info.sandboxID}} {{.info.runtimeSpec.linux.cgroupsPath}}' "$CTR" 2>/dev/null)
+	CPID=$2 POD=$3 CGDIR=/sys/fs/cgroup$4
 	[ -n "$CPID" ] && [ "$CPID" -gt 0 ] 2>/dev/null || fail "pod $1: no pid for container $CTR"
+	[ -n "$POD" ] || fail "pod $1: no sandbox for container $CTR"
 	[ -d "$CGDIR" ] || fail "pod $1: no cgroup $CGDIR"
 }
 
@@ -82,8 +91,29 @@ ctr_state() { crictl inspect -o go-template --template '{{.status.state}}' "$1" 
 
 # remove_pod ID: stopped and removed with its containers.
 remove_pod() {
-	crictl stopp "$1" >/dev/null || fail "crictl stopp $1 failed"
-	crictl rmp "$1" >/dev/null || fail "crictl rmp $1 failed"
+	crictl rmp -f "$1" >/dev/null || fail "crictl rmp -f $1 failed"
+}
+
+# tag_latency ID MS: how many ms after container ID started (its start time
+# as the runtime records it, status.startedAt) the agent logged storing its
+# cgroup's tag (negative: before, at its creation), both the guest's wall
+# clock; waits MS ms at most for the tag (reading the agent's log every
+# 20 ms: `scx_chameleon tags`'s exec alone takes longer under TCG). Sets
+# TAG_MS.
+_tag_line() { grep -m 1 "INFO tagged /sys/fs/cgroup/.*$1 " "$AGENT_LOG"; }
+tag_latency() {
+	_t0=$(now_ms)
+	until [ -n "$(_tag_line "$1")" ]; do
+		[ $(( $(now_ms) - _t0 )) -lt "$2" ] || fail "container $1: no tag stored within $2 ms"
+		nap 0.02
+	done
+	_tt=$(_tag_line "$1" | cut -d' ' -f1)
+	_ts=$(crictl inspect -o go-template --template '{{.status.startedAt}}' "$1" 2>/dev/null)
+	# (RFC 3339 UTC times of one day: the ms since its midnight, each)
+	TAG_MS=$(echo "$_tt $_ts" | awk '
+		function ms(t,  p) { sub(/.*T/, "", t); sub(/Z$/, "", t); split(t, p, ":"); return (p[1] * 3600 + p[2] * 60 + p[3]) * 1000 }
+		{ d = ms($1) - ms($2); if (d < -43200000) d += 86400000; printf "%d", d }')
+	[ -n "$TAG_MS" ] || fail "container $1: cannot read its start ($_ts) or tag ($_tt) time"
 }
 
 # tagged DIR: DIR's own tag as the agent lists it ("" if none).
