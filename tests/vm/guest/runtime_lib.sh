@@ -19,11 +19,12 @@ FAIL_EVIDENCE=runtime_evidence
 cri_up() { crictl info >/dev/null 2>&1; }
 nri_synced_more() { [ "$(grep -c 'msg=synchronized' "$NRI_LOG" 2>/dev/null)" -gt "$1" ]; }
 
-# start_runtime: containerd up and answering CRI, the test's images imported.
+# start_runtime: containerd up and answering CRI, the test's images imported
+# (RUNTIME_CONFIG: another config file).
 start_runtime() {
 	[ -x /usr/bin/containerd ] || fail "no containerd in the guest (tests/vm/run --extra the runtime archive)"
 	mkdir -p /var/lib/containerd /run/containerd /run/nri "$PODS"
-	containerd --config /etc/containerd/config.toml >>"$RUNTIME_LOG" 2>&1 &
+	containerd --config "${RUNTIME_CONFIG:-/etc/containerd/config.toml}" >>"$RUNTIME_LOG" 2>&1 &
 	RUNTIME_PID=$!
 	until_ok 60000 "containerd did not answer CRI: $(tail -n 3 "$RUNTIME_LOG" | tr '\n' '|')" cri_up
 	for img in /opt/k8s/images/*.tar; do
