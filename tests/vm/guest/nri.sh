@@ -18,7 +18,9 @@
 #   g: 6 pods created and removed in a loop, every other one annotated:
 #      every creation succeeds, each annotated container is tagged, and
 #      nothing is left (bench/pod_churn does 50, and times them against a
-#      run with NRI off).
+#      run with NRI off);
+#   h: the DaemonSet's image (deploy/kubernetes/build-image.sh) imports into
+#      containerd under its name, and its binaries run in a container.
 . /opt/chameleon/guest/lib.sh
 . /opt/chameleon/guest/runtime_lib.sh
 TEST=nri
@@ -121,6 +123,20 @@ until_ok 5000 "g: requesters left after the churn" no_requester
 [ -z "$(crictl ps -aq)" ] || fail "g: containers left: $(crictl ps -a)"
 ok "g: $CHURN pods created and removed ($(( $(now_ms) - t0 )) ms), every creation succeeded, the annotated tagged; nothing left"
 grep -q 'level=ERROR' "$NRI_LOG" && fail "the plugin logged an error: $(grep 'level=ERROR' "$NRI_LOG" | head -n 2)"
+
+# h
+if [ -f /opt/k8s/deploy/image.tar ]; then
+	name=$(ctr -n k8s.io images import /opt/k8s/deploy/image.tar 2>&1 | sed -n 's/^unpacking \(localhost\/scx_chameleon:[^ ]*\) .*/\1/p')
+	[ -n "$name" ] || fail "h: the DaemonSet's image did not import: $(ctr -n k8s.io images import /opt/k8s/deploy/image.tar 2>&1 | tail -n 2)"
+	crictl images | grep -q "localhost/scx_chameleon" || fail "h: CRI does not list $name"
+	v=$(ctr -n k8s.io run --rm --no-pivot --snapshotter native "$name" image-check /usr/bin/scx_chameleon -V 2>&1 | tail -n 1)
+	case $v in scx_chameleon*) ;; *) fail "h: scx_chameleon -V in $name: $v" ;; esac
+	ctr -n k8s.io run --rm --no-pivot --snapshotter native "$name" image-check-nri /usr/bin/scx_chameleon-nri --help 2>&1 | grep -q chameleon.scx ||
+		fail "h: scx_chameleon-nri --help in $name failed"
+	ok "h: $name imported (CRI lists it); in a container: $v; scx_chameleon-nri runs"
+else
+	fail "h: no DaemonSet image in the guest (tests/run builds it with deploy/kubernetes/build-image.sh)"
+fi
 
 kill -TERM "$NRI_PID"
 wait "$NRI_PID" 2>/dev/null

@@ -10,10 +10,24 @@
 #
 # Made once and kept in $CACHE_DIR/k8s-runtime/<key>.cpio, keyed by this
 # directory's files, the packages' versions and crictl's; prints its path.
+#
+#   runtime.sh --image OCI_ARCHIVE OUT: OUT is an archive of OCI_ARCHIVE alone,
+#   at /opt/k8s/deploy/image.tar (the DaemonSet's image, which the test imports).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 . "$repo/scripts/config.sh"
+if [ "${1:-}" = --image ]; then
+	img=$(realpath "$2") out=$(realpath -m "$3")
+	t=$(mktemp -d "$(dirname "$out")/.image.XXXXXX")
+	trap 'rm -rf "$t"' EXIT
+	mkdir -p "$t/opt/k8s/deploy"
+	cp "$img" "$t/opt/k8s/deploy/image.tar"
+	"$repo/scripts/in-root" --bind "$t" --bind "$(dirname "$out")" -- \
+		sh -c 'cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc --quiet >"$2"' sh "$t" "$out"
+	echo "$out"
+	exit 0
+fi
 CRICTL_VERSION=v1.34.0
 log() { printf 'k8s-runtime: %s\n' "$*" >&2; }
 
