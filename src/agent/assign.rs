@@ -210,6 +210,14 @@ impl Assigner {
 
     /// A requester's claim (`tag::claim`): its tag's weight, or its cgroup's
     /// `cpu.weight` as BPF keeps it (map `cg_weights`), read when it asks.
+    /// Where `pid`'s object may be, read from the kernel now (affinity.rs):
+    /// its cgroup's cpuset and its own affinity, to the node manager.
+    fn constrain(&mut self, pid: i32) -> Vec<Change> {
+        let mut changes = self.manager.set_cpuset(pid, crate::nodes::affinity::cpuset_of(pid));
+        changes.extend(self.manager.set_allowed(pid, crate::nodes::affinity::of(pid)));
+        changes
+    }
+
     fn claim_of(props: &Props, cgid: u64, cg_weights: &dyn MapCore) -> u32 {
         let cpu_weight = (props.weight == 0)
             .then(|| cg_weights.lookup(&cgid.to_ne_bytes(), MapFlags::ANY).ok().flatten())
@@ -287,8 +295,8 @@ impl Assigner {
                     }
                     let weight = Self::claim_of(&props, ev.cgroup_id, cg_weights);
                     let member = req.member();
-                    // Its affinity before its first placement (no change to publish yet).
-                    changes.extend(self.manager.set_allowed(ev.pid, crate::nodes::affinity::of(ev.pid)));
+                    // Its affinity and cpuset before its first placement (no change to publish yet).
+                    changes.extend(self.constrain(ev.pid));
                     changes.extend(self.manager.request_as(ev.pid, Request { level: ev.level, weight }, member));
                     // Same CPUs but a new tax: BPF still needs the new value.
                     if old.is_some_and(|o| o.props != props) && !changes.iter().any(|c| c.pid == ev.pid) {
@@ -315,7 +323,7 @@ impl Assigner {
                 match (was_dormant, self.requesters.get(ev.pid).copied()) {
                     (true, Some(r)) => {
                         let weight = Self::claim_of(&r.props, r.cgroup, cg_weights);
-                        let mut changes = self.manager.set_allowed(ev.pid, crate::nodes::affinity::of(ev.pid));
+                        let mut changes = self.constrain(ev.pid);
                         changes.extend(self.manager.request_as(ev.pid, Request { level: r.level, weight }, r.member()));
                         changes
                     }
@@ -405,10 +413,11 @@ impl Assigner {
             self.forget(pid);
         }
         let mut changes = self.manager.reconcile(|pid| !gone.contains(&pid));
-        // Affinity changes (taskset, cpuset) send no event: read them here.
+        // Affinity and cpuset changes (taskset, a cgroup's cpuset, a move)
+        // send no event: read them here.
         let pids: Vec<i32> = self.manager.requesters().map(|(pid, _)| pid).collect();
         for pid in pids {
-            changes.extend(self.manager.set_allowed(pid, crate::nodes::affinity::of(pid)));
+            changes.extend(self.constrain(pid));
         }
         // A cpu_online/cpu_offline event lost (ring buffer full) would leave
         // the CPU list wrong for good.

@@ -165,6 +165,9 @@ pub struct NodeManager {
     /// The CPUs a pinned requester may run on (only those with fewer than
     /// all): its object's representative must be one of them.
     allowed: BTreeMap<i32, BTreeSet<usize>>,
+    /// The CPUs each requester's cgroup may use (its cpuset), where that is
+    /// not all of ours: every CPU of its object is one of them.
+    within: BTreeMap<i32, BTreeSet<usize>>,
     /// Where each requester runs (or waits), during a rotation's placement:
     /// the representative of a block placed for it there.
     running_on: BTreeMap<i32, usize>,
@@ -199,6 +202,7 @@ impl NodeManager {
             share: FastShare::default(),
             nr_defrag_moves: 0,
             allowed: BTreeMap::new(),
+            within: BTreeMap::new(),
             running_on: BTreeMap::new(),
             sum_want: 0,
             short: BTreeSet::new(),
@@ -214,6 +218,20 @@ impl NodeManager {
         let changed = match cpus {
             Some(set) => self.allowed.insert(pid, set.clone()).as_ref() != Some(&set),
             None => self.allowed.remove(&pid).is_some(),
+        };
+        if !changed || !self.requesters.contains_key(&pid) {
+            return Vec::new();
+        }
+        self.decide([pid].into(), None)
+    }
+
+    /// The CPUs `pid`'s cgroup may use (its cpuset; None or all of ours: no
+    /// constraint). A requester whose constraint changed is placed again.
+    pub fn set_cpuset(&mut self, pid: i32, cpus: Option<BTreeSet<usize>>) -> Vec<Change> {
+        let cpus = cpus.filter(|set| self.cpus().any(|c| !set.contains(&c)));
+        let changed = match cpus {
+            Some(set) => self.within.insert(pid, set.clone()).as_ref() != Some(&set),
+            None => self.within.remove(&pid).is_some(),
         };
         if !changed || !self.requesters.contains_key(&pid) {
             return Vec::new();
@@ -283,6 +301,7 @@ impl NodeManager {
     /// A task no longer wants an object (exit, sleep, untag).
     pub fn release(&mut self, pid: i32) -> Vec<Change> {
         self.allowed.remove(&pid);
+        self.within.remove(&pid);
         if !self.withdraw(pid) {
             return Vec::new();
         }
@@ -309,6 +328,7 @@ impl NodeManager {
         for &pid in &gone {
             self.withdraw(pid);
             self.allowed.remove(&pid);
+            self.within.remove(&pid);
         }
         self.decide(gone, None)
     }

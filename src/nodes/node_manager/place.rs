@@ -33,7 +33,11 @@ impl NodeManager {
                 ..*p
             });
             match kept {
-                Some(k) if self.grid.block_online(k.node, k.start, size) && self.block_allowed(pid, k.node, k.start, size) => {
+                Some(k)
+                    if self.grid.block_online(k.node, k.start, size)
+                        && self.block_within(pid, k.node, k.start, size)
+                        && self.slot_allowed(pid, k.node, k.start + k.rep) =>
+                {
                     self.grid.take(k.node, k.start, size, pid);
                     self.places.insert(pid, k);
                 }
@@ -160,31 +164,37 @@ impl NodeManager {
         (0..p.size).map(|i| self.nodes[p.node].slots[p.start + (p.rep ^ i)]).collect()
     }
 
-    /// May `pid` run on every CPU of the block at `start` of `node`? The one
-    /// rule for where an object may be: all its CPUs are CPUs its task may
-    /// run on (its affinity, which the cpuset of its cgroup bounds), so an
-    /// object never borrows a CPU outside a container's cpuset (CPU
-    /// Manager's exclusive CPUs are another container's), and a task pinned
-    /// to one CPU gets none.
-    fn block_allowed(&self, pid: i32, node: usize, start: usize, size: usize) -> bool {
-        self.allowed
+    /// May `pid` run on the CPU at `slot` of `node` (its affinity)?
+    fn slot_allowed(&self, pid: i32, node: usize, slot: usize) -> bool {
+        self.allowed.get(&pid).is_none_or(|set| set.contains(&self.nodes[node].slots[slot]))
+    }
+
+    /// Is every CPU of the block at `start` of `node` one that `pid`'s
+    /// cgroup may use (its cpuset)? An object never holds a CPU outside it:
+    /// a container's exclusive CPUs (CPU Manager's static policy) are
+    /// another container's.
+    fn block_within(&self, pid: i32, node: usize, start: usize, size: usize) -> bool {
+        self.within
             .get(&pid)
             .is_none_or(|set| self.nodes[node].slots[start..start + size].iter().all(|c| set.contains(c)))
     }
 
-    /// The representative of `pid` in the block at `start` of `node`, as an
-    /// offset, if the whole block is allowed (`block_allowed`): where it runs
-    /// now (known at a rotation) if that is in the block, else the block's
-    /// first CPU.
+    /// The one rule for where `pid`'s object may be, as the representative's
+    /// offset in the block at `start` of `node`: the whole block inside its
+    /// cpuset, and the representative a CPU it may run on: where it runs now
+    /// (known at a rotation) if that is in the block and allowed, else the
+    /// block's first CPU if allowed, else None.
     fn rep_in(&self, pid: i32, node: usize, start: usize, size: usize) -> Option<usize> {
-        if !self.block_allowed(pid, node, start, size) {
+        if !self.block_within(pid, node, start, size) {
             return None;
         }
         let slots = &self.nodes[node].slots[start..start + size];
-        Some(self.running_on.get(&pid).and_then(|c| slots.iter().position(|s| s == c)).unwrap_or(0))
+        let here = self.running_on.get(&pid).and_then(|c| slots.iter().position(|s| s == c));
+        here.or(Some(0)).filter(|&r| self.slot_allowed(pid, node, start + r))
     }
 
-    /// An aligned, online block of `size` slots `pid` may run on (all of it): a free one (preferring the block holding
+    /// An aligned, online block of `size` slots where `pid`'s object may be
+    /// (`rep_in`): a free one (preferring the block holding
     /// `prefer`, or else the CPU it runs on, then the lowest), else one whose
     /// occupants are all smaller objects, or, for a pinned `pid`, unpinned
     /// objects of its size (they fit elsewhere; it may fit only here),
@@ -241,7 +251,7 @@ impl NodeManager {
     /// every block: a free block displaces nobody, so it costs less than any
     /// other; among free ones the block holding `prefer` comes first, then
     /// the one holding the CPU `pid` runs on, then the lowest (node order,
-    /// then slot order). None: no free block `pid` may run on.
+    /// then slot order). None: no free block where its object may be.
     fn free_block(&self, pid: i32, size: usize, prefer: Option<Place>) -> Option<(usize, usize, usize)> {
         let fits = |node: usize, start: usize| {
             let inside = start + size <= self.nodes[node].slots.len() / size * size;

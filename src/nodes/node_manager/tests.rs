@@ -654,32 +654,41 @@ fn a_pinned_task_gets_an_object_whose_representative_it_may_run_on() {
 }
 
 #[test]
-fn an_object_never_holds_a_cpu_its_task_may_not_run_on() {
+fn an_object_never_holds_a_cpu_outside_its_cgroups_cpuset() {
     // A container's cpuset of CPUs 1-2 (CPU Manager's exclusive CPUs: 0
     // and 3 are another container's) straddles both pairs: no object, not
     // [0, 1] or [2, 3] with a CPU outside it.
     let l1 = Request { level: 1, weight: 1 };
     let mut m = manager(&[4]);
-    m.set_allowed(1, Some([1, 2].into_iter().collect()));
+    m.set_cpuset(1, Some([1, 2].into_iter().collect()));
     m.request(1, l1);
     assert_eq!(m.object(1), None);
-    // Pinned to the representative of a pair alone: the sibling is not its.
-    let mut m = manager(&[4]);
-    m.set_allowed(2, Some([2].into_iter().collect()));
-    m.request(2, l1);
-    assert_eq!(m.object(2), None);
     // A cpuset of a whole pair: that pair; level 2 (four CPUs) has no
     // block inside it and gets the pair, never spilling over.
     let mut m = manager(&[4]);
-    m.set_allowed(3, Some([2, 3].into_iter().collect()));
+    m.set_cpuset(3, Some([2, 3].into_iter().collect()));
     m.request(3, l1);
     check_invariants(&m);
     assert_eq!(m.object(3).map(|o| o.cpus.clone()), Some(vec![2, 3]));
     let mut m = manager(&[4]);
-    m.set_allowed(4, Some([2, 3].into_iter().collect()));
+    m.set_cpuset(4, Some([2, 3].into_iter().collect()));
     m.request(4, L2);
     check_invariants(&m);
     assert_eq!(m.object(4).map(|o| o.cpus.clone()), Some(vec![2, 3]));
+    // Narrowed while it holds [0, 1] (a cpuset written live): it moves.
+    let mut m = manager(&[4]);
+    m.request(5, l1);
+    assert_eq!(m.object(5).map(|o| o.cpus.clone()), Some(vec![0, 1]));
+    let changes = m.set_cpuset(5, Some([2, 3].into_iter().collect()));
+    assert!(changes.iter().any(|c| c.pid == 5), "{changes:?}");
+    assert_eq!(m.object(5).map(|o| o.cpus.clone()), Some(vec![2, 3]));
+    // Pinned (its affinity) to a pair's representative alone, in a cgroup
+    // that may use every CPU: the object is that pair; the sibling it lends
+    // is its cgroup's to use.
+    let mut m = manager(&[4]);
+    m.set_allowed(6, Some([2].into_iter().collect()));
+    m.request(6, l1);
+    assert_eq!(m.object(6).map(|o| o.cpus.clone()), Some(vec![2, 3]));
 }
 
 #[test]
