@@ -14,7 +14,7 @@ build:
 test:
 	tests/run
 
-# make test and the tests at size (32, 128 and 256 vCPUs: ~12 more minutes of a VM slot).
+# make test and the tests at size (72, 32, 128 and 256 vCPUs: ~13 more minutes of a VM slot).
 test-all:
 	tests/run --all
 

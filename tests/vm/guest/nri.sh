@@ -15,7 +15,7 @@
 #      the runtime created the pod without it, and Synchronize tags it;
 #   f: the agent restarted, then the runtime: the tag stays (it is on the
 #      cgroup), the object comes back, the plugin registers again;
-#   g: 6 pods created and removed in a loop, every other one annotated:
+#   g: 4 pods created and removed in a loop, every other one annotated:
 #      every creation succeeds, each annotated container is tagged, and
 #      nothing is left (bench/pod_churn does 50, and times them against a
 #      run with NRI off);
@@ -24,7 +24,7 @@
 . /opt/chameleon/guest/lib.sh
 . /opt/chameleon/guest/runtime_lib.sh
 TEST=nri
-CHURN=${NRI_CHURN:-6}
+CHURN=${NRI_CHURN:-4}
 
 # (predicates for until_ok, which runs them in this shell)
 level1() { tagged "$1" | grep -q level=1; }
