@@ -214,24 +214,27 @@ impl NodeManager {
     /// The CPUs `pid` may run on (its affinity; None or all of ours: no
     /// constraint). A requester whose constraint changed is placed again.
     pub fn set_allowed(&mut self, pid: i32, cpus: Option<BTreeSet<usize>>) -> Vec<Change> {
-        let cpus = cpus.filter(|set| self.cpus().any(|c| !set.contains(&c)));
-        let changed = match cpus {
-            Some(set) => self.allowed.insert(pid, set.clone()).as_ref() != Some(&set),
-            None => self.allowed.remove(&pid).is_some(),
-        };
-        if !changed || !self.requesters.contains_key(&pid) {
-            return Vec::new();
-        }
-        self.decide([pid].into(), None)
+        self.constrain(pid, cpus, |m| &mut m.allowed)
     }
 
     /// The CPUs `pid`'s cgroup may use (its cpuset; None or all of ours: no
     /// constraint). A requester whose constraint changed is placed again.
     pub fn set_cpuset(&mut self, pid: i32, cpus: Option<BTreeSet<usize>>) -> Vec<Change> {
+        self.constrain(pid, cpus, |m| &mut m.within)
+    }
+
+    /// `pid`'s entry in the constraint `map` picks (kept only where it
+    /// leaves out one of ours), and a new placement if it changed.
+    fn constrain(
+        &mut self,
+        pid: i32,
+        cpus: Option<BTreeSet<usize>>,
+        map: fn(&mut Self) -> &mut BTreeMap<i32, BTreeSet<usize>>,
+    ) -> Vec<Change> {
         let cpus = cpus.filter(|set| self.cpus().any(|c| !set.contains(&c)));
         let changed = match cpus {
-            Some(set) => self.within.insert(pid, set.clone()).as_ref() != Some(&set),
-            None => self.within.remove(&pid).is_some(),
+            Some(set) => map(self).insert(pid, set.clone()).as_ref() != Some(&set),
+            None => map(self).remove(&pid).is_some(),
         };
         if !changed || !self.requesters.contains_key(&pid) {
             return Vec::new();
